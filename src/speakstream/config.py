@@ -1,0 +1,97 @@
+"""All server settings in one frozen dataclass, read from the environment in one place.
+
+Every field can be set as ``SPEAKSTREAM_<FIELD>`` (e.g. ``SPEAKSTREAM_MAX_SESSIONS=16``); the CLI
+flags of ``speakstream serve`` override the environment. Tuples are comma-separated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from speakstream.engine.kokoro import EngineConfig
+from speakstream.errors import InvalidInput
+from speakstream.text import ChunkPolicy
+
+ENV_PREFIX = "SPEAKSTREAM_"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerConfig:
+    """How the speech server runs; defaults suit one machine serving a few agents."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    api_key: str | None = None
+    """When set, every route but ``/ping`` and the web page needs ``Authorization: Bearer``."""
+    protect_metrics: bool = True
+    """With an API key set, ``/metrics`` needs it too."""
+    cors_origins: tuple[str, ...] = ()
+    """Origins allowed to call the HTTP API from a browser (``*`` for any)."""
+    ws_origins: tuple[str, ...] = ()
+    """Origins allowed to open the WebSocket; empty allows any (API key still applies)."""
+    max_sessions: int = 64
+    max_text_chars: int = 20_000
+    max_frame_bytes: int = 65_536
+    max_pending_requests: int = 16
+    idle_timeout_s: float = 300.0
+    send_timeout_s: float = 15.0
+    queue_depth: int = 64
+    workers: int = 1
+    lookahead: int = 2
+    first_chunk_priority: bool = True
+    audio_frame_bytes: int = 16_384
+    voice: str = "af_heart"
+    speed: float = 1.0
+    format: str = "pcm"
+    grace_s: float = 5.0
+    fake_engine: bool = False
+    """Serve a tone-generating fake engine (protocol development without the model)."""
+    model_dir: Path | None = None
+    graph: str = "fast"
+    intra_op_threads: int = 0
+    policy: ChunkPolicy = field(default_factory=ChunkPolicy)
+
+    def engine_config(self) -> EngineConfig:
+        return EngineConfig(model_dir=self.model_dir, graph=self.graph, intra_op_threads=self.intra_op_threads)
+
+    def limits(self) -> dict[str, float | int]:
+        return {
+            "max_text_chars": self.max_text_chars,
+            "max_frame_bytes": self.max_frame_bytes,
+            "max_pending_requests": self.max_pending_requests,
+            "idle_timeout_s": self.idle_timeout_s,
+        }
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ServerConfig:
+        """Defaults, then ``SPEAKSTREAM_*`` variables, then ``overrides`` (ignoring None)."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            raw = environ.get(ENV_PREFIX + f.name.upper())
+            if raw is not None and f.name != "policy":
+                values[f.name] = _parse(f.name, str(f.type), raw)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+def _parse(name: str, kind: str, raw: str) -> Any:
+    try:
+        if "tuple" in kind:
+            return tuple(p.strip() for p in raw.split(",") if p.strip())
+        if "bool" in kind:
+            return raw.strip().lower() in ("1", "true", "yes", "on")
+        if "Path" in kind:
+            return Path(raw).expanduser() if raw else None
+        if "int" in kind:
+            return int(raw)
+        if "float" in kind:
+            return float(raw)
+    except ValueError as exc:
+        raise InvalidInput(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a valid {kind}", code="invalid_config") from exc
+    return raw or None if "None" in kind else raw

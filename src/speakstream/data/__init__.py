@@ -1,0 +1,27 @@
+"""Texts bundled with the package: agent replies, the benchmark text, segmentation cases."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib.resources import files
+
+
+def read_text(name: str) -> str:
+    return files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+@cache
+def replies() -> dict[str, dict[str, str]]:
+    """The corpus replies by id: ``{"id", "kind", "text"}``."""
+    rows = [json.loads(line) for line in read_text("replies.jsonl").splitlines() if line.strip()]
+    return {row["id"]: row for row in rows}
+
+
+def segmentation_cases() -> list[dict[str, object]]:
+    return [json.loads(line) for line in read_text("segmentation.jsonl").splitlines() if line]
+
+
+def bench_text() -> str:
+    """The four-sentence reply used by the published time-to-first-audio experiment."""
+    return read_text("bench_four_sentences.txt").strip()

@@ -1,0 +1,44 @@
+"""The engine interface every stage to its right depends on, and the checks all engines share."""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+from speakstream.engine.voices import VoiceInfo
+from speakstream.errors import InvalidInput
+from speakstream.types import AudioChunk
+
+MIN_SPEED = 0.5
+MAX_SPEED = 2.0
+
+
+class Engine(Protocol):
+    """Text in, speech out. ``synthesize`` blocks; call it from a worker thread in async code."""
+
+    sample_rate: int
+    device: str
+
+    def voices(self) -> list[VoiceInfo]: ...
+
+    def check_voice(self, voice: str) -> VoiceInfo:
+        """The voice's catalogue entry; raises ``UnknownVoice`` for an unknown name or blend."""
+        ...
+
+    def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> AudioChunk: ...
+
+
+def check_speed(speed: object) -> float:
+    if isinstance(speed, bool) or not isinstance(speed, int | float) or not math.isfinite(speed):
+        raise InvalidInput("speed must be a number", code="invalid_speed")
+    if not MIN_SPEED <= float(speed) <= MAX_SPEED:
+        raise InvalidInput(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}", code="invalid_speed")
+    return float(speed)
+
+
+def check_text(text: object) -> str:
+    if not isinstance(text, str):
+        raise InvalidInput("text must be a string", code="invalid_text")
+    if not text.strip():
+        raise InvalidInput("text is empty", code="empty_text")
+    return text

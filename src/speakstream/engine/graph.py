@@ -1,0 +1,165 @@
+"""Derived ONNX graphs of the Kokoro-82M model, made once at asset-fetch time.
+
+``add_durations``: exposes the duration predictor's rounded output (one frame count per input
+token, frames of 600 samples) as an extra graph output, for word timestamps.
+
+``float_convolutions``: the int8 export runs every convolution as ``ConvInteger`` on dynamically
+quantised activations, which is most of the CPU time. This rewrites each one as a float ``Conv``
+on dequantised weights (the same weights; the activations are simply not quantised any more) and
+lifts the 1-D convolutions to 2-D, which lets ONNX Runtime use its blocked (NCHWc) kernels.
+Measured on 2 cores: about 1.3x faster inference. The rewrite is exact in weights, so the speech
+is the same model's; the README reports WER for both graphs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+DURATIONS = "/encoder/Round_output_0"
+
+
+def add_durations(model: onnx.ModelProto) -> onnx.ModelProto:
+    if DURATIONS not in {o.name for o in model.graph.output}:
+        if DURATIONS not in {o for n in model.graph.node for o in n.output}:
+            raise ValueError(f"the graph has no {DURATIONS} tensor")
+        model.graph.output.append(helper.make_tensor_value_info(DURATIONS, onnx.TensorProto.FLOAT, None))
+    return model
+
+
+class _Graph:
+    def __init__(self, model: onnx.ModelProto) -> None:
+        self.graph = model.graph
+        self.inits = {i.name: i for i in self.graph.initializer}
+        self.producer = {o: n for n in self.graph.node for o in n.output}
+        self.consumers: dict[str, list[Any]] = defaultdict(list)
+        for node in self.graph.node:
+            for name in node.input:
+                self.consumers[name].append(node)
+
+    def array(self, name: str) -> np.ndarray[Any, Any]:
+        return numpy_helper.to_array(self.inits[name])
+
+    def only_consumer(self, name: str) -> Any:
+        nodes = self.consumers[name]
+        if len(nodes) != 1:
+            raise ValueError(f"{name} feeds {len(nodes)} nodes, expected 1")
+        return nodes[0]
+
+
+def float_convolutions(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Rewrite every ``ConvInteger`` chain as a float ``Conv`` (2-D where it was 1-D)."""
+    g = _Graph(model)
+    replace: dict[int, list[Any]] = {}
+    dead: set[int] = set()
+    added: list[onnx.TensorProto] = []
+    for conv in [n for n in g.graph.node if n.op_type == "ConvInteger"]:
+        chain, nodes, inits = _float_conv(g, conv)
+        replace[id(chain[-1])] = nodes
+        dead.update(id(n) for n in chain[:-1])
+        added.extend(inits)
+    nodes = []
+    for node in g.graph.node:
+        if id(node) in dead:
+            continue
+        nodes.extend(replace.get(id(node), [node]))
+    del g.graph.node[:]
+    g.graph.node.extend(nodes)
+    g.graph.initializer.extend(added)
+    g.graph.initializer.append(numpy_helper.from_array(np.array([2], dtype=np.int64), "speakstream_axis2"))
+    _prune(model)
+    return model
+
+
+def _float_conv(g: _Graph, conv: Any) -> tuple[list[Any], list[Any], list[onnx.TensorProto]]:
+    """The nodes from ``conv`` to its float output, and their float replacement."""
+    quantize = g.producer[conv.input[0]]
+    if quantize.op_type != "DynamicQuantizeLinear":
+        raise ValueError(f"{conv.name}: unexpected input {quantize.op_type}")
+    chain, bias = [conv], None
+    node = g.only_consumer(conv.output[0])
+    if node.op_type == "Add":
+        bias = _bias(g, next(i for i in node.input if i != conv.output[0]))
+        chain.append(node)
+        node = g.only_consumer(node.output[0])
+    cast, scale = node, g.only_consumer(node.output[0])
+    if (cast.op_type, scale.op_type) != ("Cast", "Mul"):
+        raise ValueError(f"{conv.name}: unexpected chain {cast.op_type} -> {scale.op_type}")
+    chain += [cast, scale]
+    scales = g.producer[next(i for i in scale.input if i != cast.output[0])]
+    weight_scale = g.array(next(i for i in scales.input if i in g.inits))
+    weights = (g.array(conv.input[1]).astype(np.float32) - g.array(conv.input[3]).astype(np.float32))
+    weights = weights * weight_scale
+    return chain, *_conv_nodes(conv, quantize.input[0], scale.output[0], weights.astype(np.float32), bias)
+
+
+def _bias(g: _Graph, name: str) -> np.ndarray[Any, Any]:
+    """Follow Reshape <- Cast <- Floor <- Div(bias, scale) back to the float bias."""
+    node = g.producer[name]
+    for op in ("Reshape", "Cast", "Floor", "Div"):
+        if node.op_type != op:
+            raise ValueError(f"unexpected bias chain at {node.name}: {node.op_type}")
+        if op != "Div":
+            node = g.producer[node.input[0]]
+    return g.array(node.input[0])
+
+
+def _conv_nodes(
+    conv: Any, x: str, y: str, weights: np.ndarray[Any, Any], bias: np.ndarray[Any, Any] | None
+) -> tuple[list[Any], list[onnx.TensorProto]]:
+    attrs = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
+    name = conv.name.replace("_quant", "") + "_speakstream"
+    inputs = [f"{name}_w"] + ([f"{name}_b"] if bias is not None else [])
+    inits = [numpy_helper.from_array(weights if weights.ndim != 3 else weights[:, :, None, :], inputs[0])]
+    if bias is not None:
+        inits.append(numpy_helper.from_array(bias.astype(np.float32), inputs[1]))
+    if weights.ndim != 3:
+        return [helper.make_node("Conv", [x, *inputs], [y], name=name, **attrs)], inits
+    attrs = _lift_attributes(attrs)
+    nodes = [
+        helper.make_node("Unsqueeze", [x, "speakstream_axis2"], [f"{name}_x4"]),
+        helper.make_node("Conv", [f"{name}_x4", *inputs], [f"{name}_y4"], name=name, **attrs),
+        helper.make_node("Squeeze", [f"{name}_y4", "speakstream_axis2"], [y]),
+    ]
+    return nodes, inits
+
+
+def _lift_attributes(attrs: dict[str, Any]) -> dict[str, Any]:
+    lifted: dict[str, Any] = {}
+    for key in ("kernel_shape", "dilations", "strides"):
+        if key in attrs:
+            lifted[key] = [1, attrs[key][0]]
+    if "pads" in attrs:
+        lifted["pads"] = [0, attrs["pads"][0], 0, attrs["pads"][1]]
+    if "group" in attrs:
+        lifted["group"] = attrs["group"]
+    auto_pad = attrs.get("auto_pad", b"NOTSET")
+    if auto_pad not in (b"NOTSET", "NOTSET"):
+        lifted["auto_pad"] = auto_pad
+    return lifted
+
+
+def _prune(model: onnx.ModelProto) -> None:
+    """Drop nodes and initializers nothing uses any more."""
+    graph = model.graph
+    outputs = {o.name for o in graph.output}
+    while True:
+        used = {i for n in graph.node for i in n.input} | outputs
+        keep = [n for n in graph.node if any(o in used for o in n.output)]
+        if len(keep) == len(graph.node):
+            break
+        del graph.node[:]
+        graph.node.extend(keep)
+    used = {i for n in graph.node for i in n.input}
+    _replace(graph.initializer, [i for i in graph.initializer if i.name in used])
+
+
+def _replace(field: Any, items: Iterable[Any]) -> None:
+    items = list(items)
+    del field[:]
+    field.extend(items)

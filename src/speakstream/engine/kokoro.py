@@ -1,0 +1,144 @@
+"""The Kokoro-82M engine on ONNX Runtime (CPU here; CUDA automatically where present)."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from speakstream.engine.assets import Assets, locate
+from speakstream.engine.audio_edges import EdgePolicy, trim_edges
+from speakstream.engine.base import check_speed, check_text
+from speakstream.engine.normalize import normalize
+from speakstream.engine.phonemes import Phonemized, Phonemizer, windows
+from speakstream.engine.voices import VoiceBank, VoiceInfo
+from speakstream.errors import EngineError, InvalidInput
+from speakstream.types import SAMPLE_RATE, AudioChunk, SynthesisTimings, WordTimestamp
+
+FRAME_SAMPLES = 600
+"""The duration predictor counts in frames of 600 samples (25 ms at 24 kHz)."""
+WINDOW_PAUSE_S = 0.12
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineConfig:
+    """How the engine loads and runs the model."""
+
+    model_dir: Path | None = None
+    """Model directory; default ``SPEAKSTREAM_MODEL_DIR`` or the cache."""
+    graph: str = "fast"
+    """``fast`` (float convolutions, durations), ``timed`` (int8, durations) or ``original``."""
+    intra_op_threads: int = 0
+    """Threads inside one inference (0: ONNX Runtime's default, the physical cores)."""
+    inter_op_threads: int = 1
+    providers: tuple[str, ...] | None = None
+    """Execution providers; None picks CUDA when this onnxruntime has it, else CPU."""
+    edges: EdgePolicy = field(default_factory=EdgePolicy)
+
+
+def pick_providers(requested: tuple[str, ...] | None = None) -> list[str]:
+    import onnxruntime as ort
+
+    available = ort.get_available_providers()
+    wanted = requested or tuple(p for p in os.environ.get("SPEAKSTREAM_PROVIDERS", "").split(",") if p)
+    if wanted:
+        missing = [p for p in wanted if p not in available]
+        if missing:
+            raise EngineError(f"execution providers {missing} not in this onnxruntime ({available})", retryable=False)
+        return list(wanted)
+    if "CUDAExecutionProvider" in available:
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    return ["CPUExecutionProvider"]
+
+
+class KokoroEngine:
+    """Kokoro-82M: text -> 24 kHz mono speech with word timestamps from the model's durations."""
+
+    sample_rate = SAMPLE_RATE
+
+    def __init__(self, config: EngineConfig | None = None, *, assets: Assets | None = None) -> None:
+        import onnxruntime as ort
+
+        self.config = config or EngineConfig()
+        self.assets = assets or locate(self.config.model_dir)
+        self.voice_bank = VoiceBank.from_dir(self.assets.voices_dir)
+        self.phonemizer = Phonemizer()
+        self.phonemizer.load(british=False)
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = self.config.intra_op_threads
+        options.inter_op_num_threads = self.config.inter_op_threads
+        options.log_severity_level = 3
+        providers = pick_providers(self.config.providers)
+        self.session = ort.InferenceSession(str(self.assets.graph(self.config.graph)), options, providers=providers)
+        self.providers = self.session.get_providers()
+        self.device = "cuda" if "CUDAExecutionProvider" in self.providers else "cpu"
+        self._has_durations = len(self.session.get_outputs()) > 1
+
+    def voices(self) -> list[VoiceInfo]:
+        return self.voice_bank.catalogue()
+
+    def check_voice(self, voice: str) -> VoiceInfo:
+        return self.voice_bank.info(voice)
+
+    def synthesize(self, text: str, *, voice: str = "af_heart", speed: float = 1.0) -> AudioChunk:
+        text = check_text(text)
+        speed = check_speed(speed)
+        info = self.check_voice(voice)
+        started = time.perf_counter()
+        phonemized = self.phonemizer.phonemize(normalize(text), british=info.british)
+        phonemized_at = time.perf_counter()
+        parts = windows(phonemized)
+        if not parts:
+            raise InvalidInput(f"nothing speakable in {text[:40]!r}", code="empty_text")
+        pieces, words, offset = [], [], 0
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            samples, part_words = self._window(part, voice, speed, text if last else ".")
+            if not last:
+                samples = np.concatenate([samples, np.zeros(int(WINDOW_PAUSE_S * SAMPLE_RATE), np.float32)])
+            words += [w.shifted(offset / SAMPLE_RATE) for w in part_words]
+            pieces.append(samples)
+            offset += len(samples)
+        timings = SynthesisTimings(phonemized_at - started, time.perf_counter() - phonemized_at)
+        return AudioChunk(np.concatenate(pieces), SAMPLE_RATE, text, tuple(words), timings)
+
+    def _window(
+        self, part: Phonemized, voice: str, speed: float, text: str
+    ) -> tuple[NDArray[np.float32], list[WordTimestamp]]:
+        audio, durations = self._infer(part.tokens, voice, speed)
+        samples, head = trim_edges(audio, SAMPLE_RATE, text, self.config.edges)
+        if durations is None:
+            return samples, []
+        return samples, word_times(part, durations, head, len(samples))
+
+    def _infer(self, tokens: tuple[int, ...], voice: str, speed: float) -> tuple[NDArray[np.float32], Any]:
+        feed = {
+            "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
+            "style": self.voice_bank.style(voice, len(tokens)),
+            "speed": np.array([speed], dtype=np.float32),
+        }
+        try:
+            outputs = self.session.run(None, feed)
+        except Exception as exc:  # onnxruntime raises its own unexported error types
+            raise EngineError(f"inference failed: {exc}") from exc
+        audio = np.asarray(outputs[0], dtype=np.float32).ravel()
+        durations = np.asarray(outputs[1]).ravel() if self._has_durations else None
+        return audio, durations
+
+
+def word_times(part: Phonemized, durations: Any, head: int, length: int) -> list[WordTimestamp]:
+    """Word start/end in seconds from per-token frame counts (pads included), after trimming."""
+    edges = np.concatenate([[0], np.cumsum(durations)]) * FRAME_SAMPLES
+    times = []
+    for word in part.words:
+        start = (edges[word.first + 1] - head) / SAMPLE_RATE
+        end = (edges[word.end + 1] - head) / SAMPLE_RATE
+        limit = length / SAMPLE_RATE
+        times.append(WordTimestamp(word.text, float(np.clip(start, 0, limit)), float(np.clip(end, 0, limit))))
+    return times

@@ -1,0 +1,79 @@
+"""Text normalisation before G2P: the forms misaki reads badly, rewritten as a person says them.
+
+misaki already reads numbers, currency, percentages and common abbreviations well (measured in
+tests/engine/test_normalize.py); this handles clock times, versions, dates, phone numbers, web
+addresses, e-mail addresses, temperatures and a few ambiguous abbreviations.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+_MONTHS = (
+    "January February March April May June July August September October November December".split()
+)
+_DOMAIN_WORDS = r"(?:com|org|net|io|ai|dev|app|co|uk|de|fr|eu|edu|gov|info|biz|us|ca|html?|php)"
+
+
+def _time(m: re.Match[str]) -> str:
+    hour, minute = int(m.group(1)), int(m.group(2))
+    if minute == 0:
+        return f"{hour} o'clock" if not m.group(3) else f"{hour}"
+    return f"{hour} oh {minute}" if minute < 10 else f"{hour} {minute}"
+
+
+def _version(m: re.Match[str]) -> str:
+    spoken = " point ".join(m.group(2).split("."))
+    return f"version {spoken}" if m.group(1) else spoken
+
+
+def _date(m: re.Match[str]) -> str:
+    year, month, day = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return m.group(0)
+    return f"{_MONTHS[month - 1]} {day}, {year}"
+
+
+def _digits(m: re.Match[str]) -> str:
+    groups = re.findall(r"\d+", m.group(0))
+    spoken = ", ".join(" ".join(group) for group in groups)
+    return ("plus " if m.group(0).startswith("+") else "") + spoken
+
+
+def _address(m: re.Match[str]) -> str:
+    text = m.group(0)
+    text = re.sub(r"^https?://", "", text)
+    text = text.replace("@", " at ").replace("/", " slash ")
+    text = re.sub(r"\.(?=\w)", " dot ", text)
+    return re.sub(r"\bwww\b", "w w w", text)
+
+
+def _street(m: re.Match[str]) -> str:
+    return f"{m.group(1)} Street" + (m.group(2) or ".")
+
+
+_RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
+    (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), _date),
+    (re.compile(r"(?<![\d:])(\d{1,2}):([0-5]\d)(?![\d:])(\s*[ap]\.?m\.?)?", re.IGNORECASE), _time),
+    (re.compile(r"(?<![\w.])(v|version\s)?(\d+(?:\.\d+){2,})(?![\w.])", re.IGNORECASE), _version),
+    (re.compile(r"(?<![\w.])v(\d+\.\d+)\b"), lambda m: f"version {m.group(1)}"),
+    (re.compile(r"(?<!\w)\+?(?:\(\d{3}\)\s?|\d{3}[-.\s])\d{3}[-.\s]\d{4}\b|(?<![\w-])\d{3}-\d{4}\b"), _digits),
+    (re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), _address),
+    (re.compile(rf"\b(?:https?://)?(?:www\.)?(?:[\w-]+\.)+{_DOMAIN_WORDS}\b(?:/[\w./-]*\w)?", re.IGNORECASE), _address),
+    (re.compile(r"°\s?C\b"), " degrees Celsius"),
+    (re.compile(r"°\s?F\b"), " degrees Fahrenheit"),
+    (re.compile(r"°"), " degrees"),
+    (re.compile(r"#(?=\d)"), "number "),
+    (re.compile(r"\be\.g\.(?=\s|,|$)", re.IGNORECASE), "for example"),
+    (re.compile(r"\bi\.e\.(?=\s|,|$)", re.IGNORECASE), "that is"),
+    (re.compile(r"\b([A-Z][a-z]+) St\.(?=\s|$)(\s+(?=[a-z]))?"), _street),
+    (re.compile(r"\bSt\.(?=\s+[A-Z])"), "Saint"),
+]
+
+
+def normalize(text: str) -> str:
+    """Rewrite the forms misaki reads badly; everything else is left as it is."""
+    for pattern, replacement in _RULES:
+        text = pattern.sub(replacement, text)
+    return text

@@ -1,0 +1,128 @@
+"""Kokoro voices: loading, the catalogue (language, gender), and weighted blends.
+
+A voice is a float32 tensor of 510 style rows x 256; row ``n - 1`` styles an utterance of ``n``
+phoneme tokens. A blend such as ``"af_heart:0.7,af_bella:0.3"`` is the weighted mean of voices
+(weights normalised to sum to one).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from speakstream.errors import InvalidInput, UnknownVoice
+
+STYLE_ROWS = 510
+STYLE_DIM = 256
+MAX_BLEND = 8
+
+LANGUAGES = {
+    "a": ("en-us", "American English"),
+    "b": ("en-gb", "British English"),
+    "e": ("es", "Spanish"),
+    "f": ("fr-fr", "French"),
+    "h": ("hi", "Hindi"),
+    "i": ("it", "Italian"),
+    "j": ("ja", "Japanese"),
+    "p": ("pt-br", "Brazilian Portuguese"),
+    "z": ("cmn", "Mandarin Chinese"),
+}
+_SPEC_PART = re.compile(r"^\s*([a-z]{2}_[a-z0-9]+)\s*(?::\s*([0-9]*\.?[0-9]+)\s*)?$")
+
+
+@dataclass(frozen=True, slots=True)
+class VoiceInfo:
+    """One entry of the voice catalogue."""
+
+    name: str
+    language: str
+    """BCP-47-ish code of the language the voice was trained on, e.g. ``en-us``."""
+    language_name: str
+    gender: str
+    """``female`` or ``male``."""
+
+    @property
+    def british(self) -> bool:
+        return self.language == "en-gb"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"id": self.name, "name": self.name, "language": self.language, "gender": self.gender}
+
+
+def voice_info(name: str) -> VoiceInfo:
+    language, language_name = LANGUAGES.get(name[0], ("en-us", "American English"))
+    gender = "female" if name[1:2] == "f" else "male"
+    return VoiceInfo(name, language, language_name, gender)
+
+
+class VoiceBank:
+    """All voices in memory (54 x 510 x 256 float32, about 28 MB), with blends."""
+
+    def __init__(self, voices: dict[str, NDArray[np.float32]]) -> None:
+        if not voices:
+            raise InvalidInput("no voices loaded", code="missing_asset")
+        self._voices = voices
+        self._blends: dict[str, NDArray[np.float32]] = {}
+
+    @classmethod
+    def from_dir(cls, voices_dir: Path) -> VoiceBank:
+        voices = {}
+        for path in sorted(voices_dir.glob("*.bin")):
+            data = np.fromfile(path, dtype="<f4")
+            if data.size != STYLE_ROWS * STYLE_DIM:
+                raise InvalidInput(f"voice {path.name} has {data.size} values", code="missing_asset")
+            voices[path.stem] = data.reshape(STYLE_ROWS, STYLE_DIM)
+        return cls(voices)
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._voices)
+
+    def catalogue(self) -> list[VoiceInfo]:
+        return [voice_info(name) for name in self.names]
+
+    def info(self, spec: str) -> VoiceInfo:
+        """The catalogue entry of a voice or a blend's first (heaviest) voice."""
+        return voice_info(self.parse(spec)[0][0])
+
+    def parse(self, spec: str) -> list[tuple[str, float]]:
+        """``"af_heart:0.7,af_bella:0.3"`` -> ``[("af_heart", 0.7), ("af_bella", 0.3)]``."""
+        if not isinstance(spec, str) or not spec.strip():
+            raise UnknownVoice("voice must be a non-empty string")
+        parts = spec.split(",")
+        if len(parts) > MAX_BLEND:
+            raise UnknownVoice(f"a blend may mix at most {MAX_BLEND} voices")
+        parsed = []
+        for part in parts:
+            match = _SPEC_PART.match(part)
+            if not match:
+                raise UnknownVoice(f"cannot read voice {part.strip()[:40]!r}; use name or name:weight")
+            name, weight = match.group(1), float(match.group(2) or 1.0)
+            if name not in self._voices:
+                raise UnknownVoice(f"unknown voice {name!r}; see GET /v1/audio/voices")
+            parsed.append((name, weight))
+        total = sum(w for _, w in parsed)
+        if total <= 0:
+            raise UnknownVoice("blend weights must add up to more than zero")
+        return sorted(((n, w / total) for n, w in parsed), key=lambda nw: -nw[1])
+
+    def style(self, spec: str, tokens: int) -> NDArray[np.float32]:
+        """The [1, 256] style row for an utterance of ``tokens`` phoneme tokens."""
+        voice = self.resolve(spec)
+        row = min(max(tokens, 1), STYLE_ROWS) - 1
+        return voice[row : row + 1]
+
+    def resolve(self, spec: str) -> NDArray[np.float32]:
+        if spec in self._voices:
+            return self._voices[spec]
+        cached = self._blends.get(spec)
+        if cached is None:
+            parts = self.parse(spec)
+            cached = sum((self._voices[n] * w for n, w in parts), np.zeros((STYLE_ROWS, STYLE_DIM), np.float32))
+            if len(self._blends) < 256:
+                self._blends[spec] = cached
+        return cached

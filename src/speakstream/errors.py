@@ -1,0 +1,75 @@
+"""Every error speakstream raises on purpose.
+
+    SpeakstreamError            code, message, retryable
+    ├── InvalidInput            the caller sent something we cannot speak (4xx, error frame)
+    │   ├── UnknownVoice
+    │   └── ProtocolError       a wire message that does not parse or is not allowed now
+    ├── Unauthorized            missing or wrong API key
+    ├── Overloaded              too many sessions or queued chunks; retry later
+    ├── AssetError              model or voices missing or corrupt; says which command fixes it
+    ├── EngineError             synthesis failed inside the engine
+    └── SourceError             the LLM text source failed (HTTP error, timeout, bad stream)
+
+Each carries a machine-readable ``code`` (stable, used in error frames and metrics) and whether a
+retry can help. Foreign errors are translated at the boundary with ``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+
+class SpeakstreamError(Exception):
+    code = "internal_error"
+    retryable = False
+    http_status = 500
+
+    def __init__(self, message: str, *, code: str | None = None, retryable: bool | None = None):
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        if retryable is not None:
+            self.retryable = retryable
+
+    def to_dict(self) -> dict[str, str | bool]:
+        return {"code": self.code, "message": self.message, "retryable": self.retryable}
+
+
+class InvalidInput(SpeakstreamError):
+    code = "invalid_input"
+    http_status = 400
+
+
+class UnknownVoice(InvalidInput):
+    code = "unknown_voice"
+
+
+class ProtocolError(InvalidInput):
+    code = "invalid_message"
+
+
+class Unauthorized(SpeakstreamError):
+    code = "unauthorized"
+    http_status = 401
+
+
+class Overloaded(SpeakstreamError):
+    code = "overloaded"
+    retryable = True
+    http_status = 503
+
+
+class AssetError(SpeakstreamError):
+    code = "missing_asset"
+    http_status = 503
+
+
+class EngineError(SpeakstreamError):
+    code = "engine_error"
+    retryable = True
+    http_status = 500
+
+
+class SourceError(SpeakstreamError):
+    code = "source_error"
+    retryable = True
+    http_status = 502

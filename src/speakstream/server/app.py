@@ -1,0 +1,74 @@
+"""The ASGI application: routes, middleware and the runtime's lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+from speakstream.config import ServerConfig
+from speakstream.engine.base import Engine
+from speakstream.server import http, openai
+from speakstream.server.bidi import BidiSession
+from speakstream.server.runtime import EngineFactory, Runtime
+from speakstream.server.security import SecurityMiddleware
+
+
+def default_engine_factory(config: ServerConfig) -> EngineFactory:
+    def make() -> Engine:
+        if config.fake_engine:
+            from speakstream.engine.fake import FakeEngine
+
+            return FakeEngine(seconds_per_char=0.002)
+        from speakstream.engine.kokoro import KokoroEngine
+
+        return KokoroEngine(config.engine_config())
+
+    return make
+
+
+async def bidi_endpoint(websocket: WebSocket) -> None:
+    await BidiSession(websocket, websocket.app.state.runtime).run()
+
+
+def create_app(
+    config: ServerConfig | None = None,
+    engine_factory: EngineFactory | None = None,
+    *,
+    extra_routes: Sequence[BaseRoute] = (),
+) -> Starlette:
+    config = config or ServerConfig.from_env()
+    runtime = Runtime(config, engine_factory or default_engine_factory(config))
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        await runtime.start()
+        try:
+            yield
+        finally:
+            await runtime.stop()
+
+    routes: list[BaseRoute] = [
+        Route("/ping", http.ping),
+        Route("/invocations", http.invocations, methods=["POST"]),
+        WebSocketRoute("/invocations-bidirectional-stream", bidi_endpoint),
+        Route("/v1/audio/speech", openai.speech, methods=["POST"]),
+        Route("/v1/audio/voices", openai.voices),
+        Route("/v1/models", openai.models),
+        Route("/metrics", http.metrics),
+        *extra_routes,
+    ]
+    middleware = [Middleware(SecurityMiddleware, config=config)]
+    if config.cors_origins:
+        middleware.append(Middleware(
+            CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST", "OPTIONS"],
+            allow_headers=["Authorization", "Content-Type", "Accept"], expose_headers=["X-Request-Id"],
+        ))
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app.state.runtime = runtime
+    return app

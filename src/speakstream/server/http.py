@@ -1,0 +1,173 @@
+"""HTTP routes of the SageMaker contract: ``/ping``, ``/invocations`` (streamed audio or SSE),
+and ``/metrics``.
+
+``/invocations`` takes ``{"text", "voice", "speed", "format", "sample_rate"}`` as JSON, or plain
+text with those as query parameters. Audio of each chunk leaves as soon as it is synthesised
+(chunked transfer). With ``Accept: text/event-stream`` the answer is Server-Sent Events instead:
+``audio_stream_start``, ``audio_chunk`` (base64 audio, sequence, text, duration, words),
+``audio_stream_end`` (totals and timings) or ``error``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from speakstream.engine.base import check_text
+from speakstream.errors import InvalidInput, SpeakstreamError
+from speakstream.protocol import sse_event
+from speakstream.server.reply import Reply
+from speakstream.server.runtime import Runtime
+
+log = logging.getLogger("speakstream.http")
+
+
+def runtime_of(request: Request) -> Runtime:
+    runtime: Runtime = request.app.state.runtime
+    return runtime
+
+
+def error_response(exc: SpeakstreamError, runtime: Runtime | None = None) -> JSONResponse:
+    if runtime is not None:
+        runtime.error(exc)
+    headers = {"Retry-After": "1"} if exc.retryable and exc.http_status == 503 else None
+    return JSONResponse({"error": exc.to_dict()}, status_code=exc.http_status, headers=headers)
+
+
+async def ping(request: Request) -> Response:
+    runtime = runtime_of(request)
+    if runtime.ready:
+        return JSONResponse({"status": "ok", "device": getattr(runtime.engine, "device", "?")})
+    reason = runtime.load_error.message if runtime.load_error else "engine loading"
+    return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503, headers={"Retry-After": "1"})
+
+
+async def metrics(request: Request) -> Response:
+    runtime = runtime_of(request)
+    if runtime.scheduler is not None:
+        runtime.metrics.queued_chunks.set(runtime.scheduler.queued)
+    return Response(runtime.metrics.render(), media_type="text/plain; version=0.0.4")
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refusing more than ``limit`` bytes without reading it all."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise InvalidInput(f"request body over {limit} bytes", code="body_too_large")
+    body = bytearray()
+    async for block in request.stream():
+        body += block
+        if len(body) > limit:
+            raise InvalidInput(f"request body over {limit} bytes", code="body_too_large")
+    return bytes(body)
+
+
+async def json_body(request: Request, limit: int) -> dict[str, Any]:
+    raw = await read_body(request, limit)
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidInput("body is not valid JSON", code="invalid_json") from exc
+    if not isinstance(data, dict):
+        raise InvalidInput("body must be a JSON object", code="invalid_message")
+    return data
+
+
+async def invocations(request: Request) -> Response:
+    runtime = runtime_of(request)
+    try:
+        reply = await _invocation_reply(request, runtime)
+    except SpeakstreamError as exc:
+        return error_response(exc, runtime)
+    runtime.metrics.requests.labels("http").inc()
+    headers = {"X-Request-Id": reply.request_id, "Cache-Control": "no-store"}
+    if "text/event-stream" in request.headers.get("accept", ""):
+        return StreamingResponse(sse_stream(reply, runtime), media_type="text/event-stream", headers=headers)
+    headers["X-Sample-Rate"] = str(reply.sample_rate)
+    return StreamingResponse(audio_stream(reply, runtime, "http"), media_type=reply.fmt.mime_type, headers=headers)
+
+
+async def _invocation_reply(request: Request, runtime: Runtime) -> Reply:
+    limit = runtime.config.max_text_chars * 4 + 4096
+    content_type = request.headers.get("content-type", "")
+    if "application/json" in content_type:
+        data = await json_body(request, limit)
+    else:
+        raw = await read_body(request, limit)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput("body is not valid UTF-8 text", code="invalid_utf8") from exc
+        data = {**request.query_params, "text": text}
+    text = check_text(data.get("text"))
+    if len(text) > runtime.config.max_text_chars:
+        raise InvalidInput(f"text is over the {runtime.config.max_text_chars}-character limit", code="text_too_long")
+    settings = runtime.settings(
+        voice=data.get("voice"), speed=_number(data.get("speed"), "speed", float),
+        format=data.get("format"), sample_rate=_number(data.get("sample_rate"), "sample_rate", int),
+    )
+    reply = runtime.reply(runtime.new_id("http"), _request_id(data), settings)
+    reply.push(text)
+    reply.end_input()
+    return reply
+
+
+def _number(value: Any, name: str, kind: type[float] | type[int]) -> Any:
+    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+        return value
+    try:
+        return kind(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{name} must be a number", code=f"invalid_{name}") from exc
+
+
+def _request_id(data: dict[str, Any]) -> str | None:
+    value = data.get("request_id")
+    return str(value)[:128] if value else None
+
+
+async def audio_stream(reply: Reply, runtime: Runtime, transport: str) -> AsyncIterator[bytes]:
+    """The encoded audio as it is made. An error after the first byte can only end the stream."""
+    try:
+        async for out in reply.outputs():
+            if out.data:
+                yield out.data
+    except SpeakstreamError as exc:
+        runtime.error(exc)
+        log.warning("%s %s failed mid-stream: %s", transport, reply.request_id, exc.message)
+        return
+    if reply.stats.ttfa_s is not None:
+        runtime.metrics.ttfa.labels(transport).observe(reply.stats.ttfa_s)
+
+
+async def sse_stream(reply: Reply, runtime: Runtime) -> AsyncIterator[bytes]:
+    rid = reply.request_id
+    yield sse_event("audio_stream_start", {
+        "request_id": rid, "format": reply.fmt.name, "sample_rate": reply.sample_rate,
+        "mime_type": reply.fmt.mime_type, "voice": reply.settings.voice, "speed": reply.settings.speed,
+    })
+    try:
+        async for out in reply.outputs():
+            if not out.data and not out.text:
+                continue
+            yield sse_event("audio_chunk", {
+                "request_id": rid, "sequence": out.sequence, "text": out.text,
+                "offset_s": round(out.offset_s, 4), "duration_s": round(out.duration_s, 4),
+                "audio": base64.b64encode(out.data).decode("ascii"), "words": [w.to_dict() for w in out.words],
+            })
+    except SpeakstreamError as exc:
+        runtime.error(exc)
+        yield sse_event("error", {**exc.to_dict(), "request_id": rid})
+        return
+    if reply.stats.ttfa_s is not None:
+        runtime.metrics.ttfa.labels("sse").observe(reply.stats.ttfa_s)
+    yield sse_event("audio_stream_end", {
+        "request_id": rid, "audio_bytes": reply.stats.audio_bytes, "duration_s": round(reply.stats.duration_s, 4),
+        "chunks": reply.stats.chunks, "timings": reply.stats.timings(),
+    })

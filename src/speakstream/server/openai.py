@@ -1,0 +1,101 @@
+"""OpenAI-compatible routes: ``POST /v1/audio/speech``, ``GET /v1/audio/voices``, ``GET /v1/models``.
+
+Works unchanged with the official ``openai`` SDK pointed at our base URL. OpenAI's voice names map
+to Kokoro voices; any Kokoro voice or blend is accepted as well. ``response_format`` is one of
+``mp3`` (default), ``opus``, ``aac`` (ADTS, as OpenAI sends it), ``flac``, ``wav``, ``pcm`` (24 kHz
+s16le); ``stream_format: "sse"`` answers with ``speech.audio.delta`` / ``speech.audio.done`` events.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import AsyncIterator
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from speakstream.engine.base import check_text
+from speakstream.errors import InvalidInput, SpeakstreamError
+from speakstream.protocol import sse_event
+from speakstream.server.http import audio_stream, error_response, json_body, runtime_of
+from speakstream.server.reply import Reply
+from speakstream.server.runtime import Runtime
+
+OPENAI_VOICES = {
+    "alloy": "af_alloy", "ash": "am_adam", "ballad": "bm_george", "coral": "af_heart", "echo": "am_echo",
+    "fable": "bm_fable", "nova": "af_nova", "onyx": "am_onyx", "sage": "af_sarah", "shimmer": "af_bella",
+    "verse": "am_michael", "marin": "af_kore", "cedar": "am_puck",
+}
+OPENAI_FORMATS = {"mp3": "mp3", "opus": "opus", "aac": "adts", "flac": "flac", "wav": "wav", "pcm": "pcm"}
+MODELS = ("kokoro", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
+MAX_INPUT = 4096
+
+
+async def speech(request: Request) -> Response:
+    runtime = runtime_of(request)
+    try:
+        reply, stream_format = await _speech_reply(request, runtime)
+    except SpeakstreamError as exc:
+        return error_response(exc, runtime)
+    runtime.metrics.requests.labels("openai").inc()
+    headers = {"X-Request-Id": reply.request_id}
+    if stream_format == "sse":
+        return StreamingResponse(_sse(reply, runtime), media_type="text/event-stream", headers=headers)
+    return StreamingResponse(audio_stream(reply, runtime, "openai"), media_type=reply.fmt.mime_type, headers=headers)
+
+
+async def _speech_reply(request: Request, runtime: Runtime) -> tuple[Reply, str]:
+    data = await json_body(request, max(MAX_INPUT, runtime.config.max_text_chars) * 4 + 4096)
+    text = check_text(data.get("input"))
+    if len(text) > max(MAX_INPUT, runtime.config.max_text_chars):
+        raise InvalidInput("input is too long", code="text_too_long")
+    voice = data.get("voice", "alloy")
+    if isinstance(voice, dict):  # newer SDKs allow {"id": ...}
+        voice = voice.get("id")
+    if not isinstance(voice, str):
+        raise InvalidInput("voice must be a string", code="unknown_voice")
+    response_format = data.get("response_format", "mp3")
+    if response_format not in OPENAI_FORMATS:
+        raise InvalidInput(f"response_format must be one of {', '.join(OPENAI_FORMATS)}", code="invalid_format")
+    stream_format = data.get("stream_format", "audio")
+    if stream_format not in ("audio", "sse"):
+        raise InvalidInput("stream_format must be 'audio' or 'sse'", code="invalid_stream_format")
+    speed = data.get("speed", 1.0)
+    settings = runtime.settings(voice=OPENAI_VOICES.get(voice, voice), speed=speed,
+                                format=OPENAI_FORMATS[response_format])
+    reply = runtime.reply(runtime.new_id("openai"), None, settings)
+    reply.push(text)
+    reply.end_input()
+    return reply, stream_format
+
+
+async def _sse(reply: Reply, runtime: Runtime) -> AsyncIterator[bytes]:
+    try:
+        async for out in reply.outputs():
+            if out.data:
+                audio = base64.b64encode(out.data).decode("ascii")
+                yield sse_event("speech.audio.delta", {"type": "speech.audio.delta", "audio": audio})
+    except SpeakstreamError as exc:
+        runtime.error(exc)
+        yield sse_event("error", {"type": "error", "error": exc.to_dict()})
+        return
+    words = sum(len(w.split()) for w in reply.texts)
+    usage = {"input_tokens": words, "output_tokens": 0, "total_tokens": words}
+    yield sse_event("speech.audio.done", {"type": "speech.audio.done", "usage": usage})
+
+
+async def voices(request: Request) -> Response:
+    runtime = runtime_of(request)
+    try:
+        scheduler = runtime.require_scheduler()
+    except SpeakstreamError as exc:
+        return error_response(exc, runtime)
+    catalogue = [v.to_dict() for v in scheduler.engine.voices()]
+    return JSONResponse({"voices": catalogue, "aliases": OPENAI_VOICES, "default": runtime.config.voice})
+
+
+async def models(request: Request) -> Response:
+    created = int(time.time())
+    data = [{"id": m, "object": "model", "created": created, "owned_by": "speakstream"} for m in MODELS]
+    return JSONResponse({"object": "list", "data": data})

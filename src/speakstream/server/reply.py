@@ -1,0 +1,207 @@
+"""One reply: text (whole, or fed as fragments) -> chunks -> scheduler -> encoder -> outputs.
+
+Every transport (WebSocket, SSE, HTTP streaming, the OpenAI route, the agent) speaks a reply
+through this class, so chunking, pipelining and timing are the same everywhere. A submitter task
+keeps up to ``lookahead`` chunks queued at the scheduler, so the next chunk is synthesised while
+the current one is being encoded and sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from speakstream.audio import Encoder, audio_format, open_encoder, output_rate
+from speakstream.engine.base import check_speed
+from speakstream.errors import InvalidInput
+from speakstream.scheduler import Job, Scheduler
+from speakstream.text import ChunkPolicy, IncrementalSentenceChunker
+from speakstream.types import WordTimestamp
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplySettings:
+    voice: str = "af_heart"
+    speed: float = 1.0
+    format: str = "pcm"
+    sample_rate: int | None = None
+    """Output rate; None means the format's default (24 kHz, or 8 kHz for mu-law)."""
+    bitrate: int | None = None
+
+
+@dataclass(slots=True)
+class ChunkOut:
+    """The encoded audio of one chunk (may be empty while a codec fills its first frame)."""
+
+    sequence: int
+    text: str
+    data: bytes
+    offset_s: float
+    duration_s: float
+    words: tuple[WordTimestamp, ...]
+    """Word times from the start of the reply."""
+
+
+@dataclass(slots=True)
+class ReplyStats:
+    started_at: float = field(default_factory=time.perf_counter)
+    first_audio_at: float | None = None
+    audio_bytes: int = 0
+    duration_s: float = 0.0
+    chunks: int = 0
+    queue_wait_s: float = 0.0
+    phonemize_s: float = 0.0
+    inference_s: float = 0.0
+    encode_s: float = 0.0
+
+    @property
+    def ttfa_s(self) -> float | None:
+        return None if self.first_audio_at is None else self.first_audio_at - self.started_at
+
+    def timings(self) -> dict[str, float]:
+        return {
+            "ttfa_s": round(self.ttfa_s or 0.0, 4),
+            "queue_wait_s": round(self.queue_wait_s, 4),
+            "phonemize_s": round(self.phonemize_s, 4),
+            "inference_s": round(self.inference_s, 4),
+            "encode_s": round(self.encode_s, 4),
+            "total_s": round(time.perf_counter() - self.started_at, 4),
+        }
+
+
+class Reply:
+    """Speaks one reply; feed it with ``push``/``end_input`` and iterate ``outputs()`` once."""
+
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        *,
+        session_id: str,
+        request_id: str,
+        settings: ReplySettings,
+        policy: ChunkPolicy | None = None,
+        lookahead: int = 2,
+        max_text_chars: int = 20_000,
+    ) -> None:
+        self.scheduler = scheduler
+        self.session_id = session_id
+        self.request_id = request_id
+        self.settings = validate(scheduler, settings)
+        self.fmt = audio_format(settings.format)
+        self.sample_rate = output_rate(self.fmt, settings.sample_rate)
+        self.stats = ReplyStats()
+        self._chunker = IncrementalSentenceChunker(policy)
+        self._texts: deque[str] = deque()
+        self._text_ready = asyncio.Event()
+        self._ended = False
+        self._received = 0
+        self._max_text_chars = max_text_chars
+        self._lookahead = lookahead
+        self.texts: list[str] = []
+        """Every chunk spoken so far, in order."""
+
+    @classmethod
+    def whole(cls, scheduler: Scheduler, text: str, **kwargs: Any) -> Reply:
+        reply = cls(scheduler, **kwargs)
+        reply.push(text)
+        reply.end_input()
+        return reply
+
+    @property
+    def input_ended(self) -> bool:
+        return self._ended
+
+    def push(self, fragment: str) -> None:
+        if self._ended:
+            raise InvalidInput(f"request {self.request_id} already ended its input", code="request_closed")
+        self._received += len(fragment)
+        if self._received > self._max_text_chars:
+            raise InvalidInput(f"text is over the {self._max_text_chars}-character limit", code="text_too_long")
+        self._queue_texts(self._chunker.feed(fragment))
+
+    def end_input(self) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        self._queue_texts(self._chunker.flush_all())
+        self._text_ready.set()
+
+    def _queue_texts(self, texts: list[str]) -> None:
+        if texts:
+            self._texts.extend(texts)
+            self._text_ready.set()
+
+    async def outputs(self) -> AsyncIterator[ChunkOut]:
+        """Encoded audio chunk by chunk; the last item holds the encoder's tail (no words)."""
+        encoder = open_encoder(self.fmt.name, output_rate_hz=self.sample_rate, bitrate=self.settings.bitrate)
+        jobs: asyncio.Queue[Job | None] = asyncio.Queue(maxsize=self._lookahead)
+        submitter = asyncio.create_task(self._submit(jobs), name=f"submit-{self.request_id}")
+        try:
+            sequence = 0
+            while (job := await jobs.get()) is not None:
+                yield await self._encode(encoder, job, sequence)
+                sequence += 1
+            if sequence == 0:
+                raise InvalidInput("text is empty", code="empty_text")
+            tail = await self._off_loop(encoder.close)
+            yield ChunkOut(sequence, "", self._count(tail), self.stats.duration_s, 0.0, ())
+            await submitter
+        finally:
+            submitter.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await submitter
+            self.scheduler.cancel(self.session_id, self.request_id)
+
+    async def _submit(self, jobs: asyncio.Queue[Job | None]) -> None:
+        index = 0
+        while True:
+            while not self._texts and not self._ended:
+                self._text_ready.clear()
+                await self._text_ready.wait()
+            if not self._texts:
+                break
+            text = self._texts.popleft()
+            self.texts.append(text)
+            job = self.scheduler.submit(
+                self.session_id, self.request_id, index, text, voice=self.settings.voice, speed=self.settings.speed
+            )
+            index += 1
+            await jobs.put(job)
+        await jobs.put(None)
+
+    async def _encode(self, encoder: Encoder, job: Job, sequence: int) -> ChunkOut:
+        chunk = await job.future
+        self.stats.queue_wait_s += job.queue_wait_s
+        self.stats.phonemize_s += chunk.timings.phonemize_s
+        self.stats.inference_s += chunk.timings.inference_s
+        started = time.perf_counter()
+        data = await self._off_loop(lambda: encoder.encode(chunk.samples))
+        self.stats.encode_s += time.perf_counter() - started
+        offset = self.stats.duration_s
+        self.stats.duration_s += chunk.duration_s
+        self.stats.chunks += 1
+        words = tuple(w.shifted(offset) for w in chunk.words)
+        return ChunkOut(sequence, chunk.text, self._count(data), offset, chunk.duration_s, words)
+
+    async def _off_loop(self, encode: Callable[[], bytes]) -> bytes:
+        """Raw formats are a copy; codecs run in a thread so the event loop stays free."""
+        return encode() if self.fmt.raw else await asyncio.to_thread(encode)
+
+    def _count(self, data: bytes) -> bytes:
+        if data and self.stats.first_audio_at is None:
+            self.stats.first_audio_at = time.perf_counter()
+        self.stats.audio_bytes += len(data)
+        return data
+
+
+def validate(scheduler: Scheduler, settings: ReplySettings) -> ReplySettings:
+    """Check voice, speed, format and rate before any work starts (clear 4xx / error frame)."""
+    scheduler.engine.check_voice(settings.voice)
+    check_speed(settings.speed)
+    output_rate(audio_format(settings.format), settings.sample_rate)
+    return settings

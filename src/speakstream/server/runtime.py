@@ -1,0 +1,123 @@
+"""What a running server owns: the engine, its scheduler, metrics, and the open sessions.
+
+The engine loads in a background task after startup, so ``/ping`` can answer 503 until the model
+is loaded and a trial synthesis has run. ``stop`` cancels and awaits everything it started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from speakstream.config import ServerConfig
+from speakstream.engine.base import Engine
+from speakstream.errors import Overloaded, SpeakstreamError
+from speakstream.scheduler import Job, Scheduler
+from speakstream.server.metrics import Metrics
+from speakstream.server.reply import Reply, ReplySettings
+from speakstream.types import AudioChunk
+
+log = logging.getLogger("speakstream.server")
+EngineFactory = Callable[[], Engine]
+
+
+class Closable(Protocol):
+    async def shutdown(self, reason: str) -> None: ...
+
+
+class Runtime:
+    def __init__(self, config: ServerConfig, engine_factory: EngineFactory) -> None:
+        self.config = config
+        self.metrics = Metrics()
+        self.engine: Engine | None = None
+        self.scheduler: Scheduler | None = None
+        self.sessions: set[Closable] = set()
+        self.load_error: SpeakstreamError | None = None
+        self.ready_at: float | None = None
+        self._factory = engine_factory
+        self._loader: asyncio.Task[None] | None = None
+        self._ids = itertools.count(1)
+
+    @property
+    def ready(self) -> bool:
+        return self.scheduler is not None
+
+    async def start(self) -> None:
+        self._loader = asyncio.create_task(self._load(), name="engine-loader")
+
+    async def wait_ready(self, timeout: float | None = None) -> None:
+        if self._loader is not None:
+            await asyncio.wait_for(asyncio.shield(self._loader), timeout)
+
+    async def _load(self) -> None:
+        started = time.perf_counter()
+        try:
+            engine = await asyncio.to_thread(self._factory)
+            await asyncio.to_thread(engine.synthesize, "Ready.", voice=self.config.voice)
+        except SpeakstreamError as exc:
+            self.load_error = exc
+            log.error("engine failed to load: %s", exc.message)
+            return
+        scheduler = Scheduler(
+            engine,
+            workers=self.config.workers,
+            max_queue=self.config.queue_depth,
+            first_chunk_priority=self.config.first_chunk_priority,
+            on_done=self._on_chunk,
+        )
+        await scheduler.start()
+        self.engine, self.scheduler = engine, scheduler
+        self.ready_at = time.perf_counter()
+        log.info("engine ready on %s in %.1f s", getattr(engine, "device", "?"), self.ready_at - started)
+
+    async def stop(self, reason: str = "server shutting down") -> None:
+        if self._loader is not None:
+            self._loader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loader
+        await asyncio.gather(*(s.shutdown(reason) for s in list(self.sessions)), return_exceptions=True)
+        if self.scheduler is not None:
+            await self.scheduler.stop()
+
+    def require_scheduler(self) -> Scheduler:
+        if self.scheduler is None:
+            if self.load_error is not None:
+                raise self.load_error
+            raise Overloaded("the engine is still loading; retry shortly", code="not_ready")
+        return self.scheduler
+
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}-{next(self._ids)}-{uuid.uuid4().hex[:8]}"
+
+    def reply(self, session_id: str, request_id: str | None, settings: ReplySettings) -> Reply:
+        return Reply(
+            self.require_scheduler(),
+            session_id=session_id,
+            request_id=request_id or self.new_id("req"),
+            settings=settings,
+            policy=self.config.policy,
+            lookahead=self.config.lookahead,
+            max_text_chars=self.config.max_text_chars,
+        )
+
+    def settings(self, **overrides: Any) -> ReplySettings:
+        defaults = {"voice": self.config.voice, "speed": self.config.speed, "format": self.config.format}
+        defaults.update({k: v for k, v in overrides.items() if v is not None})
+        return ReplySettings(**defaults)
+
+    def error(self, exc: SpeakstreamError) -> None:
+        self.metrics.errors.labels(exc.code).inc()
+
+    def _on_chunk(self, job: Job, chunk: AudioChunk | None) -> None:
+        self.metrics.queue_wait.observe(job.queue_wait_s)
+        if chunk is not None and chunk.duration_s > 0:
+            self.metrics.rtf.observe(chunk.timings.inference_s / chunk.duration_s)
+            self.metrics.audio_seconds.inc(chunk.duration_s)
+        if self.scheduler is not None:
+            self.metrics.queued_chunks.set(self.scheduler.queued)

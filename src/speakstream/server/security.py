@@ -1,0 +1,76 @@
+"""API-key authentication and WebSocket origin checks, as one pure ASGI middleware.
+
+With a key configured, every HTTP route but ``/ping`` and the web page needs
+``Authorization: Bearer <key>`` (``/metrics`` too, unless ``protect_metrics`` is off); a WebSocket
+handshake needs the same header or a ``token`` query parameter. Keys are compared in constant
+time and never logged. A WebSocket from an origin not in ``ws_origins`` is refused (HTTP 403).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from urllib.parse import parse_qs
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from speakstream.config import ServerConfig
+
+OPEN_PATHS = ("/ping",)
+PAGE_PATHS = ("/", "/static/")
+
+
+class SecurityMiddleware:
+    def __init__(self, app: ASGIApp, *, config: ServerConfig) -> None:
+        self.app = app
+        self.key = config.api_key.encode() if config.api_key else None
+        self.protect_metrics = config.protect_metrics
+        self.origins = set(config.ws_origins)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket" and not self._origin_allowed(scope):
+            await send({"type": "websocket.close", "code": 1008, "reason": "origin not allowed"})
+            return
+        if self._needs_key(scope["path"]) and not self._authorized(scope):
+            await self._deny(scope, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _needs_key(self, path: str) -> bool:
+        if self.key is None or path in OPEN_PATHS:
+            return False
+        if path == "/" or path.startswith("/static/"):
+            return False
+        return not (path == "/metrics" and not self.protect_metrics)
+
+    def _authorized(self, scope: Scope) -> bool:
+        assert self.key is not None
+        presented = b""
+        for name, value in scope.get("headers", []):
+            if name == b"authorization" and value[:7].lower() == b"bearer ":
+                presented = value[7:].strip()
+        if not presented and scope["type"] == "websocket":
+            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            presented = (query.get("token") or query.get("api_key") or [""])[0].encode()
+        return hmac.compare_digest(presented, self.key)
+
+    def _origin_allowed(self, scope: Scope) -> bool:
+        if not self.origins or "*" in self.origins:
+            return True
+        origin = dict(scope.get("headers", [])).get(b"origin", b"").decode("latin-1")
+        return origin in self.origins
+
+    async def _deny(self, scope: Scope, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
+            return
+        body = json.dumps({"error": {"code": "unauthorized", "message": "missing or wrong API key",
+                                     "retryable": False}}).encode()
+        await send({"type": "http.response.start", "status": 401, "headers": [
+            (b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="speakstream"'),
+            (b"content-length", str(len(body)).encode()),
+        ]})
+        await send({"type": "http.response.body", "body": body})

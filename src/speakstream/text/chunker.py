@@ -1,0 +1,233 @@
+"""Speakable chunks from a stream of text fragments.
+
+The latency policy: the first chunk of a reply may end at a clause mark (``, ; : —``) once it has
+``min_first_words`` words, so speech starts early; later chunks are whole sentences, merged when
+tiny and cut at a clause (else a space) when longer than the chunk's maximum. The maximum may grow
+along a schedule so that each chunk is synthesised while the audio before it is still playing.
+
+One core does the work for a whole text and for a stream, so any way of cutting the input into
+fragments gives exactly the same chunks: every decision looks at a bounded window of text and is
+postponed until that window has arrived. Feeding is linear: the core remembers how far it has
+scanned, and a buffer offset (compacted now and then) replaces slicing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterable, AsyncIterator
+from dataclasses import dataclass
+
+from speakstream.text.segment import next_boundary
+
+_CLAUSE_MARKS = re.compile(r"[,;:，；：、](?=\s)|[—–]")
+_WORD = re.compile(r"\w+")
+_SPACE = re.compile(r"\s")
+# Characters that can change a decision: terminators, newlines, clause marks.
+_TRIGGERS = re.compile(r"[.!?…‼⁇⁈⁉。！？｡؟۔।॥\n,;:，；：、—–]")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChunkPolicy:
+    """How text is cut into chunks for synthesis (defaults measured in the README)."""
+
+    first_clause: bool = True
+    """Let the first chunk end at a clause mark instead of a sentence end."""
+    min_first_words: int = 3
+    """Words the first chunk needs before it may end at a clause mark."""
+    min_chunk_chars: int = 16
+    """Later sentences shorter than this wait to be merged with the next one."""
+    max_chunk_chars: int = 280
+    """No chunk is longer than this (the engine's 510-phoneme window is ~400 characters)."""
+    schedule: tuple[int, ...] = (80, 160)
+    """Soft limits for chunk 0, 1, ...: past one, a sentence is cut at a clause mark (the last
+    before the limit, else the next after it). Later chunks have only ``max_chunk_chars``."""
+
+    def __post_init__(self) -> None:
+        if self.min_first_words < 1 or self.max_chunk_chars < 8:
+            raise ValueError("min_first_words must be >= 1 and max_chunk_chars >= 8")
+        if any(limit < 8 for limit in self.schedule):
+            raise ValueError("every schedule entry must be >= 8 characters")
+
+    def max_chars(self, index: int) -> int:
+        """The soft limit of chunk ``index`` (``max_chunk_chars`` past the schedule)."""
+        if index < len(self.schedule):
+            return min(self.schedule[index], self.max_chunk_chars)
+        return self.max_chunk_chars
+
+
+class IncrementalSentenceChunker:
+    """Turns LLM text fragments into speakable chunks as soon as each is complete.
+
+    ``feed`` returns the chunks that became complete and keeps the unfinished tail; ``flush``
+    returns what is left at the end of input (even without final punctuation) and resets.
+    ``flush_all`` does the same but keeps the final pieces apart, each within the maximum.
+    """
+
+    _COMPACT_AT = 4096
+
+    def __init__(self, policy: ChunkPolicy | None = None) -> None:
+        self.policy = policy or ChunkPolicy()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._buf = ""
+        self._base = 0  # the current chunk starts here in _buf
+        self._sentence = 0  # the current (unfinished) sentence starts here
+        self._scan = 0  # the sentence scanner resumes here
+        self._clause_scan = 0  # the first-clause search resumes here
+        self._index = 0  # chunks emitted in this reply
+
+    @property
+    def pending(self) -> str:
+        """Text received but not yet emitted as a chunk."""
+        return self._buf[self._base :]
+
+    @property
+    def chunks_emitted(self) -> int:
+        return self._index
+
+    def feed(self, fragment: str) -> list[str]:
+        if self._inert(fragment):
+            self._buf += fragment
+            self._scan = len(self._buf)
+            return []
+        self._buf += fragment
+        return self._drain(final=False)
+
+    def _inert(self, fragment: str) -> bool:
+        """Whether ``fragment`` cannot change any decision (the common case, made cheap)."""
+        return (
+            self._scan == len(self._buf)
+            and not _TRIGGERS.search(fragment)
+            and not _TRIGGERS.match(self._buf[-1:])
+            and len(self._buf) + len(fragment) - self._base <= self.policy.max_chars(self._index)
+        )
+
+    def flush(self) -> str | None:
+        """The rest of the reply as one chunk (None if nothing is left); resets for the next."""
+        rest = " ".join(self.flush_all())
+        return rest or None
+
+    def flush_all(self) -> list[str]:
+        """The rest of the reply as chunks, each within the maximum; resets for the next."""
+        chunks = self._drain(final=True)
+        while self.pending.strip():
+            lead = self._lead()
+            limit = self.policy.max_chunk_chars
+            if len(self._buf[lead:].rstrip()) <= limit:
+                chunks.append(self._emit(len(self._buf)))
+            else:
+                chunks.append(self._emit(self._cut_point(lead, limit)))
+        self._reset()
+        return chunks
+
+    def _drain(self, *, final: bool) -> list[str]:
+        chunks: list[str] = []
+        while (chunk := self._next_chunk(final=final)) is not None:
+            if chunk:
+                chunks.append(chunk)
+        return chunks
+
+    def _lead(self) -> int:
+        lead = self._base
+        while lead < len(self._buf) and self._buf[lead].isspace():
+            lead += 1
+        return lead
+
+    def _next_chunk(self, *, final: bool) -> str | None:
+        """One step of the policy: a chunk, "" when state moved without a chunk, None to wait."""
+        lead = self._lead()
+        hard = self.policy.max_chunk_chars
+        end, resume = next_boundary(self._buf, self._sentence, self._scan, final=final)
+        if end is None:
+            self._scan = resume
+        decided_to = end if end is not None else resume
+        content = len(self._buf[lead:decided_to].rstrip())
+        cut: int | None = None
+        if self._index == 0 and self.policy.first_clause:
+            cut = self._first_clause(min(decided_to, lead + hard))
+        soft = self.policy.max_chars(self._index)
+        if cut is None and soft < hard and content > soft:
+            cut = self._soft_cut(lead, soft, min(decided_to, lead + hard))
+        if cut is not None:
+            return self._emit(cut)
+        if end is not None:
+            return self._sentence_end(lead, end, hard, final=final)
+        if content > hard:
+            return self._emit(self._over_limit_cut(lead, hard))
+        return None
+
+    def _sentence_end(self, lead: int, end: int, limit: int, *, final: bool) -> str:
+        if len(self._buf[lead:end].rstrip()) > limit:
+            return self._emit(self._over_limit_cut(lead, limit))
+        tiny = len(self._buf[self._sentence : end].strip()) < self.policy.min_chunk_chars
+        last = final and not self._buf[end:].strip()
+        if self._index > 0 and tiny and not last:
+            self._sentence = self._scan = end  # hold it and merge it with the next sentence
+            return ""
+        return self._emit(end)
+
+    def _over_limit_cut(self, lead: int, limit: int) -> int:
+        """Held short sentences go out alone; else the long sentence is cut inside."""
+        return self._sentence if self._sentence > lead else self._cut_point(lead, limit)
+
+    def _first_clause(self, limit: int) -> int | None:
+        """A clause-mark cut before ``limit`` with enough words before it, if any."""
+        start = max(self._clause_scan, self._base)
+        for match in _CLAUSE_MARKS.finditer(self._buf, start, max(start, limit)):
+            cut = match.end()
+            if len(_WORD.findall(self._buf, self._base, cut)) >= self.policy.min_first_words:
+                return cut
+            self._clause_scan = cut
+        return None
+
+    def _soft_cut(self, lead: int, soft: int, upto: int) -> int | None:
+        """Past the schedule's soft limit: the last clause mark before it, else the next one."""
+        last = self._last_clause(lead, soft)
+        if last is not None:
+            return last
+        match = _CLAUSE_MARKS.search(self._buf, lead + soft, max(lead + soft, upto))
+        return match.end() if match else None
+
+    def _last_clause(self, lead: int, limit: int) -> int | None:
+        stop = lead + limit
+        clauses = [m.end() for m in _CLAUSE_MARKS.finditer(self._buf, lead, stop + 1)]
+        clauses = [c for c in clauses if c <= stop]
+        return clauses[-1] if clauses and clauses[-1] - lead >= limit // 3 else None
+
+    def _cut_point(self, lead: int, limit: int) -> int:
+        """Where to cut an over-long piece: the last clause mark, else the last space."""
+        clause = self._last_clause(lead, limit)
+        if clause is not None:
+            return clause
+        stop = lead + limit
+        spaces = [m.start() for m in _SPACE.finditer(self._buf, lead + 1, stop + 1)]
+        return spaces[-1] if spaces else stop
+
+    def _emit(self, cut: int) -> str:
+        chunk = self._buf[self._base : cut].strip()
+        self._base = self._sentence = self._scan = self._clause_scan = cut
+        if self._base >= self._COMPACT_AT and self._base * 2 >= len(self._buf):
+            self._buf = self._buf[self._base :]
+            self._base = self._sentence = self._scan = self._clause_scan = 0
+        if chunk:
+            self._index += 1
+        return chunk
+
+
+def chunk_text(text: str, policy: ChunkPolicy | None = None) -> list[str]:
+    """The chunks of a whole text: exactly what any fragmentation of it gives when streamed."""
+    chunker = IncrementalSentenceChunker(policy)
+    return chunker.feed(text) + chunker.flush_all()
+
+
+async def achunks(
+    fragments: AsyncIterable[str], policy: ChunkPolicy | None = None
+) -> AsyncIterator[str]:
+    """Chunks from an async stream of fragments, each yielded as soon as it is complete."""
+    chunker = IncrementalSentenceChunker(policy)
+    async for fragment in fragments:
+        for chunk in chunker.feed(fragment):
+            yield chunk
+    for chunk in chunker.flush_all():
+        yield chunk
