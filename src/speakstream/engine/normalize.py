@@ -17,15 +17,16 @@ _DOMAIN_WORDS = r"(?:com|org|net|io|ai|dev|app|co|uk|de|fr|eu|edu|gov|info|biz|u
 
 
 def _time(m: re.Match[str]) -> str:
-    hour, minute = int(m.group(1)), int(m.group(2))
+    hour, minute, suffix = int(m.group(1)), int(m.group(2)), m.group(3) or ""
     if minute == 0:
-        return f"{hour} o'clock" if not m.group(3) else f"{hour}"
-    return f"{hour} oh {minute}" if minute < 10 else f"{hour} {minute}"
+        return f"{hour}{suffix}" if suffix else f"{hour} o'clock"
+    return (f"{hour} oh {minute}" if minute < 10 else f"{hour} {minute}") + suffix
 
 
 def _version(m: re.Match[str]) -> str:
     spoken = " point ".join(m.group(2).split("."))
-    return f"version {spoken}" if m.group(1) else spoken
+    prefix = m.group(1) or ""
+    return f"version {spoken}" if prefix.lower() == "v" else prefix + spoken
 
 
 def _date(m: re.Match[str]) -> str:

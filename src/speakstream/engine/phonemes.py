@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import warnings
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -67,7 +68,9 @@ def _load_g2p(british: bool) -> Any:
             self.fallback = espeak.EspeakFallback(british=british)
             self.unk = ""
 
-    return OfflineG2P()
+    with warnings.catch_warnings():  # misaki reads its lexicon with a deprecated importlib call
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return OfflineG2P()
 
 
 @cache

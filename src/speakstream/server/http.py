@@ -28,6 +28,11 @@ from speakstream.server.runtime import Runtime
 log = logging.getLogger("speakstream.http")
 
 
+class PayloadTooLarge(InvalidInput):
+    code = "body_too_large"
+    http_status = 413
+
+
 def runtime_of(request: Request) -> Runtime:
     runtime: Runtime = request.app.state.runtime
     return runtime
@@ -59,12 +64,12 @@ async def read_body(request: Request, limit: int) -> bytes:
     """The request body, refusing more than ``limit`` bytes without reading it all."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
-        raise InvalidInput(f"request body over {limit} bytes", code="body_too_large")
+        raise PayloadTooLarge(f"request body over {limit} bytes")
     body = bytearray()
     async for block in request.stream():
         body += block
         if len(body) > limit:
-            raise InvalidInput(f"request body over {limit} bytes", code="body_too_large")
+            raise PayloadTooLarge(f"request body over {limit} bytes")
     return bytes(body)
 
 

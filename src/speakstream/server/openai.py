@@ -16,17 +16,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from speakstream.engine.base import check_text
+from speakstream.engine.voices import VOICE_ALIASES
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import sse_event
 from speakstream.server.http import audio_stream, error_response, json_body, runtime_of
 from speakstream.server.reply import Reply
 from speakstream.server.runtime import Runtime
 
-OPENAI_VOICES = {
-    "alloy": "af_alloy", "ash": "am_adam", "ballad": "bm_george", "coral": "af_heart", "echo": "am_echo",
-    "fable": "bm_fable", "nova": "af_nova", "onyx": "am_onyx", "sage": "af_sarah", "shimmer": "af_bella",
-    "verse": "am_michael", "marin": "af_kore", "cedar": "am_puck",
-}
 OPENAI_FORMATS = {"mp3": "mp3", "opus": "opus", "aac": "adts", "flac": "flac", "wav": "wav", "pcm": "pcm"}
 MODELS = ("kokoro", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 MAX_INPUT = 4096
@@ -62,7 +58,7 @@ async def _speech_reply(request: Request, runtime: Runtime) -> tuple[Reply, str]
     if stream_format not in ("audio", "sse"):
         raise InvalidInput("stream_format must be 'audio' or 'sse'", code="invalid_stream_format")
     speed = data.get("speed", 1.0)
-    settings = runtime.settings(voice=OPENAI_VOICES.get(voice, voice), speed=speed,
+    settings = runtime.settings(voice=voice, speed=speed,
                                 format=OPENAI_FORMATS[response_format])
     reply = runtime.reply(runtime.new_id("openai"), None, settings)
     reply.push(text)
@@ -92,7 +88,7 @@ async def voices(request: Request) -> Response:
     except SpeakstreamError as exc:
         return error_response(exc, runtime)
     catalogue = [v.to_dict() for v in scheduler.engine.voices()]
-    return JSONResponse({"voices": catalogue, "aliases": OPENAI_VOICES, "default": runtime.config.voice})
+    return JSONResponse({"voices": catalogue, "aliases": VOICE_ALIASES, "default": runtime.config.voice})
 
 
 async def models(request: Request) -> Response:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from speakstream.config import ServerConfig
 from speakstream.engine.base import Engine
+from speakstream.engine.voices import VOICE_ALIASES
 from speakstream.errors import Overloaded, SpeakstreamError
 from speakstream.scheduler import Job, Scheduler
 from speakstream.server.metrics import Metrics
@@ -43,12 +44,14 @@ class Runtime:
         self._factory = engine_factory
         self._loader: asyncio.Task[None] | None = None
         self._ids = itertools.count(1)
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def ready(self) -> bool:
         return self.scheduler is not None
 
     async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
         self._loader = asyncio.create_task(self._load(), name="engine-loader")
 
     async def wait_ready(self, timeout: float | None = None) -> None:
@@ -109,6 +112,8 @@ class Runtime:
     def settings(self, **overrides: Any) -> ReplySettings:
         defaults = {"voice": self.config.voice, "speed": self.config.speed, "format": self.config.format}
         defaults.update({k: v for k, v in overrides.items() if v is not None})
+        if isinstance(defaults["voice"], str):
+            defaults["voice"] = VOICE_ALIASES.get(defaults["voice"], defaults["voice"])
         return ReplySettings(**defaults)
 
     def error(self, exc: SpeakstreamError) -> None:

@@ -1,0 +1,3 @@
+from speakstream.cli import main
+
+raise SystemExit(main())

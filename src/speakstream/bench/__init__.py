@@ -1,0 +1,1 @@
+"""Benchmarks and the measurement helpers they share (speech recognition, players, timelines)."""

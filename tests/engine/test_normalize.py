@@ -1,0 +1,28 @@
+import pytest
+
+from speakstream.engine.normalize import normalize
+
+
+@pytest.mark.parametrize(
+    ("text", "spoken"),
+    [
+        ("It is 10:30 now.", "It is 10 30 now."),
+        ("At 9:05 today", "At 9 oh 5 today"),
+        ("At 10:00 sharp", "At 10 o'clock sharp"),
+        ("at 10:00 a.m.", "at 10 a.m."),
+        ("Version 2.4.1 fixes it", "Version 2 point 4 point 1 fixes it"),
+        ("Install v1.2.3 now", "Install version 1 point 2 point 3 now"),
+        ("Due 2024-03-15.", "Due March 15, 2024."),
+        ("Call 555-123-4567 now", "Call 5 5 5, 1 2 3, 4 5 6 7 now"),
+        ("Mail jane.doe@example.com now", "Mail jane dot doe at example dot com now"),
+        ("Visit example.com/downloads today", "Visit example dot com slash downloads today"),
+        ("It hit 38.5°C.", "It hit 38.5 degrees Celsius."),
+        ("Order #48213.", "Order number 48213."),
+        ("Use e.g. Chrome", "Use for example Chrome"),
+        ("on Baker St. Please", "on Baker Street. Please"),
+        ("the St. Mary's clinic", "the Saint Mary's clinic"),
+        ("Pi is 3.14 and $3.50", "Pi is 3.14 and $3.50"),
+    ],
+)
+def test_normalize(text: str, spoken: str) -> None:
+    assert normalize(text) == spoken

@@ -1,0 +1,162 @@
+"""HTTP routes against a real uvicorn server: streaming, SSE, OpenAI compatibility, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+
+import httpx
+import openai
+import pytest
+
+from speakstream.audio.decode import decode
+from speakstream.client import fetch_audio, stream_events
+from speakstream.config import ServerConfig
+from speakstream.engine.fake import FakeEngine
+from speakstream.server.app import create_app
+from speakstream.server.serve import ThreadedServer
+
+TEXT = "Thanks for waiting, I found your booking. Your flight leaves tomorrow morning."
+
+
+async def test_ping_is_503_until_the_engine_is_ready() -> None:
+    def slow_engine() -> FakeEngine:
+        time.sleep(1.0)
+        return FakeEngine()
+
+    app = create_app(ServerConfig(), engine_factory=slow_engine)
+    server = ThreadedServer(app)
+    server.thread.start()
+    try:
+        while not server.server.started:
+            await asyncio.sleep(0.01)
+        async with httpx.AsyncClient(base_url=server.url) as client:
+            early = await client.get("/ping")
+            assert early.status_code == 503 and early.headers["retry-after"]
+            busy = await client.post("/invocations", json={"text": "Hi."})
+            assert busy.status_code == 503 and busy.json()["error"]["code"] == "not_ready"
+            while (await client.get("/ping")).status_code != 200:
+                await asyncio.sleep(0.05)
+    finally:
+        server.stop()
+
+
+async def test_invocations_streams_audio(fake_server: ThreadedServer) -> None:
+    async with httpx.AsyncClient(base_url=fake_server.url) as client:
+        response = await client.post("/invocations", json={"text": TEXT, "format": "wav", "voice": "af_bella"})
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "audio/wav" and response.headers["x-request-id"]
+    samples, rate = decode(response.content, "wav")
+    assert rate == 24_000 and len(samples) / rate > 1.0
+
+
+async def test_invocations_accepts_plain_text_with_query_parameters(fake_server: ThreadedServer) -> None:
+    async with httpx.AsyncClient(base_url=fake_server.url) as client:
+        response = await client.post("/invocations?format=mp3&speed=1.5", content=TEXT.encode(),
+                                     headers={"content-type": "text/plain"})
+    assert response.status_code == 200 and response.headers["content-type"] == "audio/mpeg"
+    assert len(decode(response.content, "mp3")[0]) > 0
+
+
+async def test_audio_leaves_chunk_by_chunk(fake_server: ThreadedServer) -> None:
+    arrivals = []
+    async with httpx.AsyncClient(base_url=fake_server.url) as client, client.stream(
+        "POST", "/invocations", json={"text": " ".join([TEXT] * 3)}
+    ) as response:
+        async for block in response.aiter_raw():
+            arrivals.append((time.perf_counter(), len(block)))
+    assert len(arrivals) >= 3  # several network writes, not one buffered body
+    assert arrivals[-1][0] - arrivals[0][0] > 0.05
+
+
+async def test_invocations_sse(fake_server: ThreadedServer) -> None:
+    events = [e async for e in stream_events(f"{fake_server.url}/invocations", {"text": TEXT})]
+    names = [e.event for e in events]
+    assert names[0] == "audio_stream_start" and names[-1] == "audio_stream_end"
+    chunks = [e.json() for e in events if e.event == "audio_chunk"]
+    assert [c["sequence"] for c in chunks] == list(range(len(chunks)))
+    audio = b"".join(base64.b64decode(c["audio"]) for c in chunks)
+    end = events[-1].json()
+    assert end["audio_bytes"] == len(audio) and end["chunks"] == 3
+    assert all(c["words"] for c in chunks if c["text"])
+    assert {"ttfa_s", "queue_wait_s", "inference_s", "encode_s"} <= set(end["timings"])
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({"text": ""}, 400, "empty_text"),
+        ({"text": "   "}, 400, "empty_text"),
+        ({"text": 5}, 400, "invalid_text"),
+        ({"text": "hi", "voice": "nobody"}, 400, "unknown_voice"),
+        ({"text": "hi", "speed": 7}, 400, "invalid_speed"),
+        ({"text": "hi", "speed": "fast"}, 400, "invalid_speed"),
+        ({"text": "hi", "format": "wma"}, 400, "invalid_format"),
+        ({"text": "hi", "format": "opus", "sample_rate": 44_100}, 400, "invalid_sample_rate"),
+        ({"text": "x" * 20_001}, 400, "text_too_long"),
+    ],
+)
+async def test_invocations_errors(fake_server: ThreadedServer, body: dict[str, object], status: int, code: str) -> None:
+    async with httpx.AsyncClient(base_url=fake_server.url) as client:
+        response = await client.post("/invocations", json=body)
+    assert response.status_code == status
+    assert response.json()["error"]["code"] == code
+
+
+async def test_body_limits_and_bad_bodies(fake_server: ThreadedServer) -> None:
+    async with httpx.AsyncClient(base_url=fake_server.url) as client:
+        huge = await client.post("/invocations", content=b"a" * 200_000, headers={"content-type": "text/plain"})
+        assert huge.status_code == 413
+        broken = await client.post("/invocations", content=b"{not json", headers={"content-type": "application/json"})
+        assert broken.status_code == 400 and broken.json()["error"]["code"] == "invalid_json"
+        binary = await client.post("/invocations", content=b"\xff\xfe", headers={"content-type": "text/plain"})
+        assert binary.status_code == 400 and binary.json()["error"]["code"] == "invalid_utf8"
+
+
+async def test_metrics(fake_server: ThreadedServer) -> None:
+    await fetch_audio(fake_server.url, TEXT)
+    async with httpx.AsyncClient(base_url=fake_server.url) as client:
+        await client.post("/invocations", json={"text": ""})
+        body = (await client.get("/metrics")).text
+    for name in ("speakstream_time_to_first_audio_seconds_bucket", "speakstream_real_time_factor",
+                 "speakstream_queue_wait_seconds", "speakstream_active_sessions", 'speakstream_errors_total{code="empty_text"}'):
+        assert name in body
+
+
+def test_openai_sdk_non_streaming_and_streaming(fake_server: ThreadedServer) -> None:
+    client = openai.OpenAI(base_url=f"{fake_server.url}/v1", api_key="unused")
+    speech = client.audio.speech.create(model="tts-1", voice="alloy", input=TEXT, response_format="wav")
+    samples, rate = decode(speech.content, "wav")
+    assert rate == 24_000 and len(samples) > rate
+    with client.audio.speech.with_streaming_response.create(
+        model="gpt-4o-mini-tts", voice="af_heart", input=TEXT, response_format="pcm"
+    ) as response:
+        blocks = list(response.iter_bytes())
+    assert len(b"".join(blocks)) > 24_000 * 2
+    with client.audio.speech.with_streaming_response.create(
+        model="tts-1", voice="nova", input=TEXT, response_format="mp3", stream_format="sse"
+    ) as response:
+        lines = [line for line in response.iter_lines() if line.startswith("data: ")]
+    events = [json.loads(line[6:]) for line in lines]
+    assert events[-1]["type"] == "speech.audio.done" and "usage" in events[-1]
+    audio = b"".join(base64.b64decode(e["audio"]) for e in events if e["type"] == "speech.audio.delta")
+    assert len(decode(audio, "mp3")[0]) > 24_000
+    assert [m.id for m in client.models.list()][:2] == ["kokoro", "tts-1"]
+
+
+def test_openai_errors_are_openai_shaped(fake_server: ThreadedServer) -> None:
+    client = openai.OpenAI(base_url=f"{fake_server.url}/v1", api_key="unused", max_retries=0)
+    with pytest.raises(openai.BadRequestError) as info:
+        client.audio.speech.create(model="tts-1", voice="nobody", input="Hi.")
+    assert info.value.status_code == 400
+
+
+async def test_voices_and_models(fake_server: ThreadedServer) -> None:
+    async with httpx.AsyncClient(base_url=fake_server.url) as client:
+        voices = (await client.get("/v1/audio/voices")).json()
+        models = (await client.get("/v1/models")).json()
+    assert len(voices["voices"]) == 54 and voices["aliases"]["alloy"] == "af_alloy"
+    assert {"id", "language", "gender"} <= set(voices["voices"][0])
+    assert models["object"] == "list"

@@ -1,0 +1,76 @@
+"""API keys, CORS and WebSocket origins."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+import websockets
+
+from speakstream.client import SpeechSession
+from speakstream.engine.fake import FakeEngine
+from speakstream.errors import SpeakstreamError
+from speakstream.server.serve import ThreadedServer
+from tests.conftest import start_server
+
+KEY = "s3cret-key"
+
+
+@pytest.fixture(scope="module")
+def locked() -> ThreadedServer:
+    server = start_server(FakeEngine(), api_key=KEY, cors_origins=("https://app.example",),
+                          ws_origins=("https://app.example",))
+    yield server  # type: ignore[misc]
+    server.stop()
+
+
+@pytest.mark.parametrize(("method", "path"), [
+    ("POST", "/invocations"), ("POST", "/v1/audio/speech"), ("GET", "/v1/audio/voices"), ("GET", "/v1/models"),
+    ("GET", "/metrics"),
+])
+async def test_every_route_needs_the_key(locked: ThreadedServer, method: str, path: str) -> None:
+    async with httpx.AsyncClient(base_url=locked.url) as client:
+        body = {"text": "Hi.", "input": "Hi.", "model": "tts-1", "voice": "alloy"}
+        missing = await client.request(method, path, json=body)
+        wrong = await client.request(method, path, json=body, headers={"Authorization": "Bearer nope"})
+        right = await client.request(method, path, json=body, headers={"Authorization": f"Bearer {KEY}"})
+    assert missing.status_code == wrong.status_code == 401
+    assert missing.json()["error"]["code"] == "unauthorized"
+    assert right.status_code == 200
+
+
+async def test_ping_stays_open_for_health_checks(locked: ThreadedServer) -> None:
+    async with httpx.AsyncClient(base_url=locked.url) as client:
+        assert (await client.get("/ping")).status_code == 200
+
+
+async def test_websocket_handshake_needs_the_key(locked: ThreadedServer) -> None:
+    origin = {"Origin": "https://app.example"}
+    with pytest.raises(websockets.exceptions.InvalidStatus) as info:
+        await websockets.connect(locked.ws_url, additional_headers=origin)
+    assert info.value.response.status_code == 403
+    async with websockets.connect(f"{locked.ws_url}?token={KEY}", additional_headers=origin) as ws:
+        assert b"session_start" in (await ws.recv()).encode()
+    headers = {**origin, "Authorization": f"Bearer {KEY}"}
+    async with websockets.connect(locked.ws_url, additional_headers=headers) as ws:
+        assert "session_start" in await ws.recv()
+
+
+async def test_websocket_from_a_foreign_origin_is_refused(locked: ThreadedServer) -> None:
+    headers = {"Origin": "https://evil.example", "Authorization": f"Bearer {KEY}"}
+    with pytest.raises(websockets.exceptions.InvalidStatus):
+        await websockets.connect(locked.ws_url, additional_headers=headers)
+
+
+async def test_client_reports_a_refused_handshake(locked: ThreadedServer) -> None:
+    with pytest.raises(SpeakstreamError, match="cannot open"):
+        async with SpeechSession(locked.ws_url, api_key="wrong"):
+            pass
+
+
+async def test_cors_preflight(locked: ThreadedServer) -> None:
+    async with httpx.AsyncClient(base_url=locked.url) as client:
+        response = await client.options("/invocations", headers={
+            "Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization,content-type",
+        })
+    assert response.headers["access-control-allow-origin"] == "https://app.example"
