@@ -9,11 +9,14 @@ sends an audio frame that would parse as one.
 Client -> server::
 
     {"type": "text", "text": "...", "request_id"?, "voice"?, "speed"?, "format"?, "sample_rate"?}
-    {"type": "append", "text": "...", "request_id"?, "voice"?, "speed"?, "format"?, "sample_rate"?}
+    {"type": "append", "text": "...", "chunk"?, "request_id"?, "voice"?, "speed"?, "format"?, "sample_rate"?}
     {"type": "flush", "request_id"?}
     {"type": "cancel", "request_id"?}
     {"type": "config", "voice"?, "speed"?, "format"?, "sample_rate"?}
     {"type": "close"}
+
+``append`` adds raw LLM fragments that the server chunks itself; ``"chunk": true`` says the text
+completes a chunk, so it is spoken without waiting for more. ``flush`` ends the appended request.
 
 Server -> client: ``session_start``, ``synthesis_start``, ``word_timestamps``, binary audio,
 ``synthesis_complete``, ``cancelled``, ``error`` (see the dataclasses below for fields).
@@ -59,6 +62,8 @@ class AppendMessage:
     text: str
     request_id: str | None = None
     options: Options = field(default_factory=Options)
+    chunk: bool = False
+    """The text completes a chunk: speak it now instead of waiting for more."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,8 +114,12 @@ def _message(data: dict[str, Any]) -> ClientMessage:
         text = data.get("text")
         if not isinstance(text, str):
             raise ProtocolError(f"'{kind}' needs a string 'text'", code="invalid_text")
-        cls = TextMessage if kind == "text" else AppendMessage
-        return cls(text=text, request_id=_request_id(data), options=_options(data))
+        if kind == "text":
+            return TextMessage(text=text, request_id=_request_id(data), options=_options(data))
+        chunk = data.get("chunk", False)
+        if not isinstance(chunk, bool):
+            raise ProtocolError("'chunk' must be true or false", code="invalid_message")
+        return AppendMessage(text=text, request_id=_request_id(data), options=_options(data), chunk=chunk)
     if kind == "flush":
         return FlushMessage(request_id=_request_id(data))
     if kind == "cancel":
@@ -262,6 +271,36 @@ def safe_audio_frames(data: bytes, max_bytes: int) -> list[bytes]:
         else:
             out.append(frame)
     return [f for f in out if f]
+
+
+# What a receiver gets
+
+
+@dataclass(frozen=True, slots=True)
+class AudioEvent:
+    request_id: str | None
+    data: bytes
+    received_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ControlEvent:
+    message: dict[str, Any]
+    received_at: float
+
+    @property
+    def type(self) -> str:
+        return str(self.message.get("type"))
+
+    @property
+    def request_id(self) -> str | None:
+        value = self.message.get("request_id")
+        return None if value is None else str(value)
+
+
+Event = AudioEvent | ControlEvent
+FINAL_TYPES = ("synthesis_complete", "cancelled", "error")
+"""A request ends with one of these."""
 
 
 # Server-Sent Events

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from speakstream.engine.base import Engine
+from speakstream.engine.base import CancelToken, Engine
 from speakstream.errors import EngineError, Overloaded, SpeakstreamError
 from speakstream.types import AudioChunk
 
@@ -36,6 +36,8 @@ class Job:
     future: asyncio.Future[AudioChunk]
     enqueued_at: float = field(default_factory=time.perf_counter)
     started_at: float | None = None
+    token: CancelToken = field(default_factory=CancelToken)
+    """Stops the synthesis of this chunk if it is already running."""
 
     @property
     def queue_wait_s(self) -> float:
@@ -65,11 +67,15 @@ class Scheduler:
         self._wakeup = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="speakstream-engine")
         self._tasks: list[asyncio.Task[None]] = []
-        self.running = 0
+        self._running: set[Job] = set()
 
     @property
     def queued(self) -> int:
         return self._queued
+
+    @property
+    def running(self) -> int:
+        return len(self._running)
 
     async def start(self) -> None:
         self._tasks = [asyncio.create_task(self._work(), name=f"engine-worker-{i}") for i in range(self.workers)]
@@ -99,7 +105,10 @@ class Scheduler:
         return job
 
     def cancel(self, session_id: str, request_id: str | None = None) -> int:
-        """Drop the queued chunks of a session (or one of its requests); returns how many."""
+        """Stop a session's (or one request's) running chunk and drop its queued ones."""
+        for job in self._running:
+            if job.session_id == session_id and request_id in (None, job.request_id):
+                job.token.cancel()
         queue = self._queues.get(session_id)
         if not queue:
             return 0
@@ -147,10 +156,11 @@ class Scheduler:
             if job.future.done():
                 continue
             job.started_at = time.perf_counter()
-            self.running += 1
+            self._running.add(job)
             try:
                 chunk = await loop.run_in_executor(
-                    self._executor, lambda j=job: self.engine.synthesize(j.text, voice=j.voice, speed=j.speed)
+                    self._executor,
+                    lambda j=job: self.engine.synthesize(j.text, voice=j.voice, speed=j.speed, cancel=j.token),
                 )
             except SpeakstreamError as exc:
                 self._finish(job, None, exc)
@@ -159,7 +169,7 @@ class Scheduler:
             else:
                 self._finish(job, chunk, None)
             finally:
-                self.running -= 1
+                self._running.discard(job)
 
     def _finish(self, job: Job, chunk: AudioChunk | None, error: BaseException | None) -> None:
         if self._on_done:

@@ -10,6 +10,7 @@ import pytest
 import websockets
 
 from speakstream.client import AudioEvent, ControlEvent, SpeechSession
+from speakstream.engine.base import CancelToken
 from speakstream.engine.fake import FakeEngine
 from speakstream.errors import SpeakstreamError
 from speakstream.server.serve import ThreadedServer
@@ -48,8 +49,10 @@ async def test_synthesis_start_states_the_audio_format(fake_server: ThreadedServ
 class BraceEngine(FakeEngine):
     """Audio whose first byte is 0x7B ('{'), as raw PCM legally may be."""
 
-    def synthesize(self, text: str, *, voice: str = "af_heart", speed: float = 1.0) -> AudioChunk:
-        chunk = super().synthesize(text, voice=voice, speed=speed)
+    def synthesize(
+        self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
+    ) -> AudioChunk:
+        chunk = super().synthesize(text, voice=voice, speed=speed, cancel=cancel)
         samples = chunk.samples.copy()
         samples[0] = 0x7B / 32767.0
         return AudioChunk(samples, chunk.sample_rate, chunk.text, chunk.words, chunk.timings)

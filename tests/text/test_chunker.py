@@ -13,6 +13,7 @@ POLICIES = st.builds(
     ChunkPolicy,
     first_clause=st.booleans(),
     min_first_words=st.integers(1, 6),
+    first_phrase_words=st.integers(0, 6),
     min_chunk_chars=st.integers(0, 40),
     max_chunk_chars=st.integers(8, 300),
     schedule=st.lists(st.integers(8, 200), max_size=3).map(tuple),
@@ -95,8 +96,21 @@ def test_first_chunk_is_a_clause_and_later_chunks_are_sentences() -> None:
     assert all(chunk[-1] in ".?!" for chunk in chunks[1:])
 
 
+def test_first_chunk_may_end_before_a_phrase() -> None:
+    assert chunk_text("Let me walk you through the three options. Next one.")[:2] == [
+        "Let me walk you through", "the three options."
+    ]
+    off = ChunkPolicy(first_phrase_words=0)
+    assert chunk_text("Let me walk you through the three options.", off) == ["Let me walk you through the three options."]
+    assert chunk_text("Let me then go on and on.")[0] == "Let me then go on"  # "then" is not "the"
+
+
+def test_no_phrase_cut_inside_a_quotation() -> None:
+    assert chunk_text('She said, "I will be there by noon." Then she left.')[0] == 'She said, "I will be there by noon."'
+
+
 def test_first_clause_needs_enough_words() -> None:
-    policy = ChunkPolicy(min_first_words=4)
+    policy = ChunkPolicy(min_first_words=4, first_phrase_words=0)
     assert chunk_text("Yes, I can do that for you.", policy) == ["Yes, I can do that for you."]
     assert chunk_text("Well, I can do that, for you.", policy)[0] == "Well, I can do that,"
 
@@ -138,14 +152,14 @@ def test_soft_schedule_prefers_clauses_to_spaces() -> None:
 
 
 def test_flush_returns_text_without_final_punctuation() -> None:
-    chunker = IncrementalSentenceChunker()
+    chunker = IncrementalSentenceChunker(ChunkPolicy(first_phrase_words=0))
     assert chunker.feed("Sure thing I will set a reminder") == []
     assert chunker.flush() == "Sure thing I will set a reminder"
     assert chunker.flush() is None
 
 
 def test_chunker_is_reusable_after_flush() -> None:
-    chunker = IncrementalSentenceChunker()
+    chunker = IncrementalSentenceChunker(ChunkPolicy(first_phrase_words=0))
     chunker.feed("One reply, with a clause. ")
     chunker.flush()
     assert chunker.feed("Second reply, with a clause and more. Next") == [

@@ -39,11 +39,14 @@ class RawEncoder:
         return header + data
 
 
-def wav_header(sample_rate: int, channels: int = 1, bits: int = 16) -> bytes:
-    """A RIFF/WAVE header whose lengths say "unknown" (0xFFFFFFFF), as streaming players expect."""
+def wav_header(sample_rate: int, channels: int = 1, bits: int = 16, data_bytes: int | None = None) -> bytes:
+    """A RIFF/WAVE header; without ``data_bytes`` its lengths say "unknown" (0xFFFFFFFF), as
+    streaming players expect."""
     block = channels * bits // 8
     fmt = struct.pack("<HHIIHH", 1, channels, sample_rate, sample_rate * block, block, bits)
-    return b"RIFF" + struct.pack("<I", 0xFFFFFFFF) + b"WAVEfmt " + struct.pack("<I", 16) + fmt + b"data" + struct.pack("<I", 0xFFFFFFFF)
+    data = 0xFFFFFFFF if data_bytes is None else data_bytes
+    riff = 0xFFFFFFFF if data_bytes is None else data_bytes + 36
+    return b"RIFF" + struct.pack("<I", riff) + b"WAVEfmt " + struct.pack("<I", 16) + fmt + b"data" + struct.pack("<I", data)
 
 
 def mulaw_encode(samples: NDArray[np.float32]) -> bytes:

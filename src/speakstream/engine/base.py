@@ -3,14 +3,52 @@
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Callable
 from typing import Protocol
 
 from speakstream.engine.voices import VoiceInfo
-from speakstream.errors import InvalidInput
+from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.types import AudioChunk
 
 MIN_SPEED = 0.5
 MAX_SPEED = 2.0
+
+
+class SynthesisCancelled(SpeakstreamError):
+    code = "cancelled"
+
+
+class CancelToken:
+    """Lets another thread stop a synthesis that is running (barge-in)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._callbacks: list[Callable[[], None]] = []
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def on_cancel(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when cancelled (at once if it already is)."""
+        with self._lock:
+            if not self._cancelled:
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def check(self) -> None:
+        if self._cancelled:
+            raise SynthesisCancelled("synthesis cancelled")
 
 
 class Engine(Protocol):
@@ -25,7 +63,11 @@ class Engine(Protocol):
         """The voice's catalogue entry; raises ``UnknownVoice`` for an unknown name or blend."""
         ...
 
-    def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> AudioChunk: ...
+    def synthesize(
+        self, text: str, *, voice: str, speed: float = 1.0, cancel: CancelToken | None = None
+    ) -> AudioChunk:
+        """Speak ``text``; a cancelled ``cancel`` token stops it early with ``SynthesisCancelled``."""
+        ...
 
 
 def check_speed(speed: object) -> float:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from speakstream.engine.base import check_speed, check_text
+from speakstream.engine.base import CancelToken, check_speed, check_text
 from speakstream.engine.voices import VoiceBank, VoiceInfo
 from speakstream.errors import EngineError
 from speakstream.types import SAMPLE_RATE, AudioChunk, SynthesisTimings, WordTimestamp
@@ -54,7 +54,9 @@ class FakeEngine:
     def check_voice(self, voice: str) -> VoiceInfo:
         return self.voice_bank.info(voice)
 
-    def synthesize(self, text: str, *, voice: str = "af_heart", speed: float = 1.0) -> AudioChunk:
+    def synthesize(
+        self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
+    ) -> AudioChunk:
         text = check_text(text)
         speed = check_speed(speed)
         self.check_voice(voice)
@@ -62,8 +64,11 @@ class FakeEngine:
         if self.fail_when and self.fail_when(text):
             raise EngineError(f"injected failure for {text[:30]!r}")
         started = time.perf_counter()
-        if self.seconds_per_char:
-            time.sleep(self.seconds_per_char * len(text))
+        deadline = started + self.seconds_per_char * len(text)
+        while time.perf_counter() < deadline:  # "compute" that a cancel can stop, like ONNX Runtime
+            time.sleep(min(0.005, max(0.0, deadline - time.perf_counter())))
+            if cancel is not None:
+                cancel.check()
         count = max(1, int(len(text) * self.audio_per_char_s / speed * SAMPLE_RATE))
         t = np.arange(count, dtype=np.float32) / SAMPLE_RATE
         samples = (0.2 * np.sin(2 * np.pi * 220.0 * t)).astype(np.float32)

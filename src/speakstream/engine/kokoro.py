@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from speakstream.engine.assets import Assets, locate
 from speakstream.engine.audio_edges import EdgePolicy, trim_edges
-from speakstream.engine.base import check_speed, check_text
+from speakstream.engine.base import CancelToken, SynthesisCancelled, check_speed, check_text
 from speakstream.engine.normalize import normalize
 from speakstream.engine.phonemes import Phonemized, Phonemizer, windows
 from speakstream.engine.voices import VoiceBank, VoiceInfo
@@ -86,7 +86,9 @@ class KokoroEngine:
     def check_voice(self, voice: str) -> VoiceInfo:
         return self.voice_bank.info(voice)
 
-    def synthesize(self, text: str, *, voice: str = "af_heart", speed: float = 1.0) -> AudioChunk:
+    def synthesize(
+        self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
+    ) -> AudioChunk:
         text = check_text(text)
         speed = check_speed(speed)
         info = self.check_voice(voice)
@@ -99,7 +101,7 @@ class KokoroEngine:
         pieces, words, offset = [], [], 0
         for i, part in enumerate(parts):
             last = i == len(parts) - 1
-            samples, part_words = self._window(part, voice, speed, text if last else ".")
+            samples, part_words = self._window(part, voice, speed, text if last else ".", cancel)
             if not last:
                 samples = np.concatenate([samples, np.zeros(int(WINDOW_PAUSE_S * SAMPLE_RATE), np.float32)])
             words += [w.shifted(offset / SAMPLE_RATE) for w in part_words]
@@ -109,23 +111,33 @@ class KokoroEngine:
         return AudioChunk(np.concatenate(pieces), SAMPLE_RATE, text, tuple(words), timings)
 
     def _window(
-        self, part: Phonemized, voice: str, speed: float, text: str
+        self, part: Phonemized, voice: str, speed: float, text: str, cancel: CancelToken | None
     ) -> tuple[NDArray[np.float32], list[WordTimestamp]]:
-        audio, durations = self._infer(part.tokens, voice, speed)
+        audio, durations = self._infer(part.tokens, voice, speed, cancel)
         samples, head = trim_edges(audio, SAMPLE_RATE, text, self.config.edges)
         if durations is None:
             return samples, []
         return samples, word_times(part, durations, head, len(samples))
 
-    def _infer(self, tokens: tuple[int, ...], voice: str, speed: float) -> tuple[NDArray[np.float32], Any]:
+    def _infer(
+        self, tokens: tuple[int, ...], voice: str, speed: float, cancel: CancelToken | None = None
+    ) -> tuple[NDArray[np.float32], Any]:
+        import onnxruntime as ort
+
+        options = ort.RunOptions()
+        if cancel is not None:
+            cancel.on_cancel(lambda: setattr(options, "terminate", True))
+            cancel.check()
         feed = {
             "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
             "style": self.voice_bank.style(voice, len(tokens)),
             "speed": np.array([speed], dtype=np.float32),
         }
         try:
-            outputs = self.session.run(None, feed)
+            outputs = self.session.run(None, feed, options)
         except Exception as exc:  # onnxruntime raises its own unexported error types
+            if cancel is not None and cancel.cancelled:
+                raise SynthesisCancelled("synthesis cancelled") from exc
             raise EngineError(f"inference failed: {exc}") from exc
         audio = np.asarray(outputs[0], dtype=np.float32).ravel()
         durations = np.asarray(outputs[1]).ravel() if self._has_durations else None

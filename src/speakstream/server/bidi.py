@@ -241,6 +241,8 @@ class BidiSession:
             self._stream = stream
         else:
             stream.push(message.text)
+        if message.chunk:
+            stream.cut()
 
     def _flush(self, message: FlushMessage) -> None:
         stream = self._stream

@@ -124,6 +124,11 @@ class Reply:
             raise InvalidInput(f"text is over the {self._max_text_chars}-character limit", code="text_too_long")
         self._queue_texts(self._chunker.feed(fragment))
 
+    def cut(self) -> None:
+        """Speak what was pushed so far without waiting for more text (the reply stays open)."""
+        if not self._ended:
+            self._queue_texts(self._chunker.cut())
+
     def end_input(self) -> None:
         if self._ended:
             return
@@ -146,8 +151,8 @@ class Reply:
             while (job := await jobs.get()) is not None:
                 yield await self._encode(encoder, job, sequence)
                 sequence += 1
-            if sequence == 0:
-                raise InvalidInput("text is empty", code="empty_text")
+            if self.stats.chunks == 0:
+                raise InvalidInput("the text has nothing speakable", code="empty_text")
             tail = await self._off_loop(encoder.close)
             yield ChunkOut(sequence, "", self._count(tail), self.stats.duration_s, 0.0, ())
             await submitter
@@ -175,7 +180,12 @@ class Reply:
         await jobs.put(None)
 
     async def _encode(self, encoder: Encoder, job: Job, sequence: int) -> ChunkOut:
-        chunk = await job.future
+        try:
+            chunk = await job.future
+        except InvalidInput as exc:
+            if exc.code != "empty_text":
+                raise
+            return ChunkOut(sequence, job.text, b"", self.stats.duration_s, 0.0, ())  # nothing speakable in it
         self.stats.queue_wait_s += job.queue_wait_s
         self.stats.phonemize_s += chunk.timings.phonemize_s
         self.stats.inference_s += chunk.timings.inference_s

@@ -24,6 +24,12 @@ _WORD = re.compile(r"\w+")
 _SPACE = re.compile(r"\s")
 # Characters that can change a decision: terminators, newlines, clause marks.
 _TRIGGERS = re.compile(r"[.!?…‼⁇⁈⁉。！？｡؟۔।॥\n,;:，；：、—–]")
+# Words that start a phrase: cutting before one keeps natural prosody ("walk you | through it").
+PHRASE_STARTERS = (
+    "the a an to at in on of for with from by about into through over after before during until "
+    "and but or so because which that who when while where if as than"
+).split()
+_PHRASE = re.compile(r"\s+(?=(?:" + "|".join(PHRASE_STARTERS) + r")[\s,.;:!?])", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,6 +40,10 @@ class ChunkPolicy:
     """Let the first chunk end at a clause mark instead of a sentence end."""
     min_first_words: int = 3
     """Words the first chunk needs before it may end at a clause mark."""
+    first_phrase_words: int = 5
+    """Words the first chunk needs before it may end before a phrase-starting word (the, to,
+    at...) that follows a plain word (not "p.m." or "5"), when no clause mark came first;
+    0 turns phrase cuts off."""
     min_chunk_chars: int = 16
     """Later sentences shorter than this wait to be merged with the next one."""
     max_chunk_chars: int = 280
@@ -43,8 +53,8 @@ class ChunkPolicy:
     before the limit, else the next after it). Later chunks have only ``max_chunk_chars``."""
 
     def __post_init__(self) -> None:
-        if self.min_first_words < 1 or self.max_chunk_chars < 8:
-            raise ValueError("min_first_words must be >= 1 and max_chunk_chars >= 8")
+        if self.min_first_words < 1 or self.max_chunk_chars < 8 or self.first_phrase_words < 0:
+            raise ValueError("min_first_words must be >= 1, first_phrase_words >= 0 and max_chunk_chars >= 8")
         if any(limit < 8 for limit in self.schedule):
             raise ValueError("every schedule entry must be >= 8 characters")
 
@@ -96,8 +106,10 @@ class IncrementalSentenceChunker:
 
     def _inert(self, fragment: str) -> bool:
         """Whether ``fragment`` cannot change any decision (the common case, made cheap)."""
+        phrase_cuts_possible = self._index == 0 and self.policy.first_clause and self.policy.first_phrase_words
         return (
-            self._scan == len(self._buf)
+            not phrase_cuts_possible
+            and self._scan == len(self._buf)
             and not _TRIGGERS.search(fragment)
             and not _TRIGGERS.match(self._buf[-1:])
             and len(self._buf) + len(fragment) - self._base <= self.policy.max_chars(self._index)
@@ -110,6 +122,12 @@ class IncrementalSentenceChunker:
 
     def flush_all(self) -> list[str]:
         """The rest of the reply as chunks, each within the maximum; resets for the next."""
+        chunks = self.cut()
+        self._reset()
+        return chunks
+
+    def cut(self) -> list[str]:
+        """Everything pending as chunks now, as at the end of input, but the reply goes on."""
         chunks = self._drain(final=True)
         while self.pending.strip():
             lead = self._lead()
@@ -118,7 +136,6 @@ class IncrementalSentenceChunker:
                 chunks.append(self._emit(len(self._buf)))
             else:
                 chunks.append(self._emit(self._cut_point(lead, limit)))
-        self._reset()
         return chunks
 
     def _drain(self, *, final: bool) -> list[str]:
@@ -172,11 +189,18 @@ class IncrementalSentenceChunker:
         return self._sentence if self._sentence > lead else self._cut_point(lead, limit)
 
     def _first_clause(self, limit: int) -> int | None:
-        """A clause-mark cut before ``limit`` with enough words before it, if any."""
+        """The earliest allowed cut of the first chunk before ``limit``: a clause mark after
+        ``min_first_words`` words, or a phrase start after ``first_phrase_words`` words."""
         start = max(self._clause_scan, self._base)
-        for match in _CLAUSE_MARKS.finditer(self._buf, start, max(start, limit)):
-            cut = match.end()
-            if len(_WORD.findall(self._buf, self._base, cut)) >= self.policy.min_first_words:
+        stop = max(start, limit)
+        candidates = [(m.end(), self.policy.min_first_words) for m in _CLAUSE_MARKS.finditer(self._buf, start, stop)]
+        if self.policy.first_phrase_words:
+            candidates += [(m.start(), self.policy.first_phrase_words)
+                           for m in _PHRASE.finditer(self._buf, start, stop)
+                           if m.start() > self._base and self._buf[m.start() - 1].isalpha()
+                           and not _inside_quote(self._buf[self._base : m.start()])]
+        for cut, words in sorted(candidates):
+            if len(_WORD.findall(self._buf, self._base, cut)) >= words:
                 return cut
             self._clause_scan = cut
         return None
@@ -213,6 +237,16 @@ class IncrementalSentenceChunker:
         if chunk:
             self._index += 1
         return chunk
+
+
+def _inside_quote(text: str) -> bool:
+    """Whether ``text`` leaves a quotation or bracket open (no phrase cut in there)."""
+    return (
+        text.count('"') % 2 == 1
+        or text.count("“") > text.count("”")
+        or text.count("(") > text.count(")")
+        or text.count("[") > text.count("]")
+    )
 
 
 def chunk_text(text: str, policy: ChunkPolicy | None = None) -> list[str]:

@@ -101,7 +101,7 @@ class SpeakableFilter:
         newline = self._pending.find("\n")
         complete = newline >= 0 or final
         line = self._pending if newline < 0 else self._pending[:newline]
-        if self._in_fence or _FENCE.match(line) or line.lstrip().startswith("|"):
+        if self._in_fence or _FENCE.match(line) or line.lstrip(" \t").startswith("|"):
             if not complete:
                 return False
             self._whole_line(line, out)

@@ -1,0 +1,53 @@
+# Two commands on a fresh machine: `make demo` (the main job) and `make test`.
+# Both create .venv, install what they need and fetch the model assets, idempotently:
+# a second run installs and downloads nothing.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
+OUT    ?= demo-out
+
+.PHONY: demo test test-full lint typecheck assets bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.runtime: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[llm]'
+	@touch $@
+
+$(VENV)/.dev: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[dev]'
+	@touch $@ $(VENV)/.runtime
+
+assets: $(VENV)/.runtime
+	$(BIN)/speakstream assets fetch
+
+demo: $(VENV)/.runtime
+	$(BIN)/speakstream assets fetch
+	$(BIN)/speakstream agent demo --wav $(OUT)/bidi-reply.wav
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: $(VENV)/.dev
+	$(BIN)/mypy
+
+test: $(VENV)/.dev
+	$(BIN)/speakstream assets fetch
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/pytest
+
+test-full: $(VENV)/.dev
+	$(BIN)/speakstream assets fetch
+	$(BIN)/pytest -m "full or not full"
+
+bench: $(VENV)/.dev
+	$(BIN)/speakstream assets fetch
+	$(BIN)/speakstream bench --out bench-out
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

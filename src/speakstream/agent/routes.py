@@ -1,0 +1,160 @@
+"""Agent routes on the speech server.
+
+``POST /agent`` takes ``{"prompt", "mode": "bidi"|"batch", "voice"?, "speed"?, "format"?,
+"reply_id"?, "tokens_per_s"?, "ttft_s"?}`` and answers with Server-Sent Events: one per agent event,
+named by its type, with base64 audio in ``audio_chunk``.
+
+``WS /agent/ws`` carries the same with binary audio frames: send ``{"type": "prompt", ...}`` (same
+fields), receive JSON events and binary audio; ``{"type": "interrupt"}`` barges in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from speakstream.agent.events import AgentEvent, AudioChunkEvent
+from speakstream.agent.sources import LlamaCppServer, OpenAISource, ReplaySource, TextSource
+from speakstream.agent.voice_agent import MODES, VoiceAgent
+from speakstream.errors import InvalidInput, SpeakstreamError
+from speakstream.protocol import sse_event
+from speakstream.server.http import error_response, json_body, runtime_of
+from speakstream.server.loopback import LoopbackChannel
+from speakstream.server.runtime import Runtime
+
+SourceFactory = Callable[[dict[str, Any]], TextSource]
+
+
+def source_factory_from(*, llm_url: str | None = None, llm_model: str | None = None) -> SourceFactory:
+    """Replay by default; a real LLM when a URL or a local GGUF model is configured."""
+    if llm_model and llm_model.endswith(".gguf"):
+        server = LlamaCppServer(llm_model).start()
+        return lambda _: server.source()
+    if llm_url or llm_model:
+        return lambda _: OpenAISource(base_url=llm_url, model=llm_model)
+    return replay_from_request
+
+
+def replay_from_request(data: dict[str, Any]) -> TextSource:
+    try:
+        return ReplaySource(
+            reply=str(data.get("reply") or ""), reply_id=str(data.get("reply_id") or "long"),
+            tokens_per_s=float(data.get("tokens_per_s") or 60.0), ttft_s=float(data.get("ttft_s") or 0.1),
+        )
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"bad replay settings: {exc}", code="invalid_message") from exc
+
+
+def _agent(runtime: Runtime, channel: LoopbackChannel, sources: SourceFactory, data: dict[str, Any]) -> VoiceAgent:
+    prompt = data.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise InvalidInput("prompt must be a non-empty string", code="empty_text")
+    mode = data.get("mode", "bidi")
+    if mode not in MODES:
+        raise InvalidInput(f"mode must be one of {', '.join(MODES)}", code="invalid_mode")
+    settings = runtime.settings(voice=data.get("voice"), speed=data.get("speed"), format=data.get("format") or "pcm")
+    return VoiceAgent(sources(data), channel, mode=mode, voice=settings.voice, speed=settings.speed,
+                      audio_format=settings.format)
+
+
+def _event_json(event: AgentEvent) -> dict[str, Any]:
+    data = event.to_dict()
+    if isinstance(event, AudioChunkEvent):
+        data["audio"] = base64.b64encode(event.audio).decode("ascii")
+    return data
+
+
+def agent_routes(sources: SourceFactory = replay_from_request) -> list[BaseRoute]:
+    async def agent_sse(request: Request) -> Response:
+        runtime = runtime_of(request)
+        try:
+            data = await json_body(request, 65_536)
+            runtime.require_scheduler()
+            channel = LoopbackChannel(runtime)
+            agent = _agent(runtime, channel, sources, data)
+        except SpeakstreamError as exc:
+            return error_response(exc, runtime)
+        runtime.metrics.requests.labels("agent").inc()
+        return StreamingResponse(_sse(channel, agent, str(data["prompt"])), media_type="text/event-stream")
+
+    async def agent_ws(websocket: WebSocket) -> None:
+        await AgentSocket(websocket, runtime_of(websocket), sources).run()  # type: ignore[arg-type]
+
+    return [Route("/agent", agent_sse, methods=["POST"]), WebSocketRoute("/agent/ws", agent_ws)]
+
+
+async def _sse(channel: LoopbackChannel, agent: VoiceAgent, prompt: str) -> AsyncIterator[bytes]:
+    async with channel:
+        async for event in agent.run(prompt):
+            yield sse_event(event.type, _event_json(event))
+
+
+class AgentSocket:
+    """One agent conversation over a WebSocket: prompts in; events and binary audio out."""
+
+    def __init__(self, websocket: WebSocket, runtime: Runtime, sources: SourceFactory) -> None:
+        self.ws, self.runtime, self.sources = websocket, runtime, sources
+        self._agent: VoiceAgent | None = None
+
+    async def run(self) -> None:
+        await self.ws.accept()
+        async with LoopbackChannel(self.runtime) as channel:
+            turn: asyncio.Task[None] | None = None
+            try:
+                while True:
+                    message = await self._receive()
+                    if message.get("type") == "interrupt":
+                        if self._agent is not None:
+                            await self._agent.interrupt()
+                        continue
+                    if turn is not None and not turn.done():
+                        await self._send_error(InvalidInput("a prompt is still being answered", code="busy"))
+                        continue
+                    try:
+                        self._agent = _agent(self.runtime, channel, self.sources, message)
+                    except SpeakstreamError as exc:
+                        await self._send_error(exc)
+                        continue
+                    turn = asyncio.create_task(self._turn(self._agent, str(message["prompt"])))
+            except WebSocketDisconnect:
+                return
+            finally:
+                if turn is not None:
+                    turn.cancel()
+                    await asyncio.gather(turn, return_exceptions=True)
+
+    async def _receive(self) -> dict[str, Any]:
+        while True:
+            message = await self.ws.receive()
+            if message["type"] == "websocket.disconnect":
+                raise WebSocketDisconnect(message.get("code", 1000))
+            frame = message.get("text") or (message.get("bytes") or b"").decode("utf-8", "replace")
+            try:
+                data = json.loads(frame)
+            except ValueError:
+                await self._send_error(InvalidInput("message is not valid JSON", code="invalid_json"))
+                continue
+            if isinstance(data, dict):
+                return data
+            await self._send_error(InvalidInput("message must be a JSON object", code="invalid_message"))
+
+    async def _turn(self, agent: VoiceAgent, prompt: str) -> None:
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError):
+            async for event in agent.run(prompt):
+                if isinstance(event, AudioChunkEvent):
+                    await self.ws.send_bytes(event.audio)
+                else:
+                    await self.ws.send_text(json.dumps(event.to_dict()))
+
+    async def _send_error(self, exc: SpeakstreamError) -> None:
+        self.runtime.error(exc)
+        await self.ws.send_text(json.dumps({"type": "error", **exc.to_dict()}))

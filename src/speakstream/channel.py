@@ -1,0 +1,131 @@
+"""The client side of the session protocol, independent of how frames travel.
+
+``Channel`` holds what every client of a speech session does (send messages, tell audio from
+control frames, follow the current request, collect a request's results); ``SpeechSession``
+(WebSocket) and ``LoopbackChannel`` (in-process, for the server's own agent routes) only move
+frames.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from speakstream.errors import ProtocolError
+from speakstream.protocol import FINAL_TYPES, AudioEvent, ControlEvent, Event, classify_frame, client_message
+
+
+@dataclass(slots=True)
+class SpeechResult:
+    """Everything one request produced, with client-side timings."""
+
+    request_id: str
+    sent_at: float
+    audio: bytearray = field(default_factory=bytearray)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    first_audio_at: float | None = None
+    audio_times: list[tuple[float, int]] = field(default_factory=list)
+    """(arrival time, bytes) of every audio frame."""
+
+    @property
+    def final(self) -> dict[str, Any] | None:
+        return next((m for m in reversed(self.messages) if m.get("type") in FINAL_TYPES), None)
+
+    @property
+    def ttfa_s(self) -> float | None:
+        return None if self.first_audio_at is None else self.first_audio_at - self.sent_at
+
+    def of_type(self, kind: str) -> list[dict[str, Any]]:
+        return [m for m in self.messages if m.get("type") == kind]
+
+
+class Channel(ABC):
+    """A speech session seen from the client; subclasses move frames."""
+
+    send_binary = False
+
+    def __init__(self) -> None:
+        self.info: dict[str, Any] = {}
+        self._current: str | None = None
+        self._ids = itertools.count(1)
+
+    @abstractmethod
+    async def send_raw(self, frame: str | bytes) -> None:
+        """Send one frame as it is."""
+
+    @abstractmethod
+    async def _recv_frame(self) -> str | bytes:
+        """The next frame from the server; raises ``SpeakstreamError`` once the session is over."""
+
+    async def send(self, kind: str, **fields: Any) -> None:
+        message = client_message(kind, **fields)
+        await self.send_raw(message.encode("utf-8") if self.send_binary else message)
+
+    def new_request_id(self) -> str:
+        return f"c{next(self._ids)}"
+
+    async def speak(self, text: str, *, request_id: str | None = None, **options: Any) -> str:
+        request_id = request_id or self.new_request_id()
+        await self.send("text", text=text, request_id=request_id, **options)
+        return request_id
+
+    async def append(
+        self, text: str, *, request_id: str | None = None, chunk: bool | None = None, **options: Any
+    ) -> None:
+        """Add text to the open request; ``chunk=True`` says it completes a chunk (speak it now)."""
+        await self.send("append", text=text, request_id=request_id, chunk=chunk or None, **options)
+
+    async def flush(self, *, request_id: str | None = None) -> None:
+        await self.send("flush", request_id=request_id)
+
+    async def cancel(self, *, request_id: str | None = None) -> None:
+        await self.send("cancel", request_id=request_id)
+
+    async def configure(self, **options: Any) -> None:
+        await self.send("config", **options)
+
+    async def receive(self) -> Event:
+        frame = await self._recv_frame()
+        now = time.perf_counter()
+        kind = classify_frame(frame)
+        if isinstance(kind, bytes):
+            return AudioEvent(self._current, kind, now)
+        if kind.get("type") == "synthesis_start":
+            self._current = str(kind.get("request_id"))
+        return ControlEvent(kind, now)
+
+    async def events(self) -> AsyncIterator[Event]:
+        while True:
+            yield await self.receive()
+
+    async def collect(self, request_id: str, *, sent_at: float | None = None) -> SpeechResult:
+        """Read events until ``request_id`` completes, is cancelled or fails."""
+        result = SpeechResult(request_id, sent_at or time.perf_counter())
+        async for event in self.events():
+            if isinstance(event, AudioEvent):
+                if event.request_id == request_id:
+                    result.audio += event.data
+                    result.audio_times.append((event.received_at, len(event.data)))
+                    if result.first_audio_at is None:
+                        result.first_audio_at = event.received_at
+                continue
+            if event.request_id in (request_id, None) or event.type == "cancelled":
+                result.messages.append(event.message)
+            if event.request_id == request_id and event.type in FINAL_TYPES:
+                return result
+            if event.type == "error" and event.message.get("code") == "server_shutdown":
+                raise ProtocolError(event.message.get("message", "server shutting down"), code="server_shutdown")
+        raise AssertionError("unreachable")  # events() never ends by itself
+
+    async def _expect_hello(self) -> None:
+        hello = await self.receive()
+        if isinstance(hello, ControlEvent) and hello.type == "session_start":
+            self.info = hello.message
+            return
+        message = hello.message if isinstance(hello, ControlEvent) else {}
+        raise ProtocolError(message.get("message", "the server refused the session"),
+                            code=message.get("code", "session_refused"), retryable=bool(message.get("retryable")))
