@@ -127,5 +127,8 @@ class Channel(ABC):
             self.info = hello.message
             return
         message = hello.message if isinstance(hello, ControlEvent) else {}
-        raise ProtocolError(message.get("message", "the server refused the session"),
-                            code=message.get("code", "session_refused"), retryable=bool(message.get("retryable")))
+        raise ProtocolError(
+            message.get("message", "the server refused the session"),
+            code=message.get("code", "session_refused"),
+            retryable=bool(message.get("retryable")),
+        )

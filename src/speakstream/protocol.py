@@ -143,8 +143,9 @@ def _request_id(data: dict[str, Any]) -> str | None:
         raise ProtocolError("request_id must be a non-empty string", code="invalid_request_id")
     value = str(value)
     if len(value) > MAX_REQUEST_ID or not value.isprintable():
-        raise ProtocolError(f"request_id must be printable and at most {MAX_REQUEST_ID} characters",
-                            code="invalid_request_id")
+        raise ProtocolError(
+            f"request_id must be printable and at most {MAX_REQUEST_ID} characters", code="invalid_request_id"
+        )
     return value
 
 
@@ -152,7 +153,9 @@ def _options(data: dict[str, Any]) -> Options:
     voice, speed, fmt, rate = (data.get(k) for k in ("voice", "speed", "format", "sample_rate"))
     if voice is not None and not isinstance(voice, str):
         raise ProtocolError("voice must be a string", code="unknown_voice")
-    if speed is not None and (isinstance(speed, bool) or not isinstance(speed, int | float) or not math.isfinite(speed)):
+    if speed is not None and (
+        isinstance(speed, bool) or not isinstance(speed, int | float) or not math.isfinite(speed)
+    ):
         raise ProtocolError("speed must be a number", code="invalid_speed")
     if fmt is not None and not isinstance(fmt, str):
         raise ProtocolError("format must be a string", code="invalid_format")

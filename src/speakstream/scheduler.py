@@ -158,10 +158,7 @@ class Scheduler:
             job.started_at = time.perf_counter()
             self._running.add(job)
             try:
-                chunk = await loop.run_in_executor(
-                    self._executor,
-                    lambda j=job: self.engine.synthesize(j.text, voice=j.voice, speed=j.speed, cancel=j.token),
-                )
+                chunk = await loop.run_in_executor(self._executor, self._synthesize, job)
             except SpeakstreamError as exc:
                 self._finish(job, None, exc)
             except Exception as exc:  # an engine bug must fail one request, not the worker
@@ -170,6 +167,9 @@ class Scheduler:
                 self._finish(job, chunk, None)
             finally:
                 self._running.discard(job)
+
+    def _synthesize(self, job: Job) -> AudioChunk:
+        return self.engine.synthesize(job.text, voice=job.voice, speed=job.speed, cancel=job.token)
 
     def _finish(self, job: Job, chunk: AudioChunk | None, error: BaseException | None) -> None:
         if self._on_done:

@@ -89,9 +89,14 @@ def test_mulaw_is_8khz_g711() -> None:
     assert mulaw_encode(np.zeros(1, np.float32)) == b"\xff"  # G.711 silence
 
 
-@pytest.mark.parametrize(("name", "rate", "code"), [
-    ("ogg", None, "invalid_format"), ("opus", 22_050, "invalid_sample_rate"), ("pcm", 11_025, "invalid_sample_rate"),
-])
+@pytest.mark.parametrize(
+    ("name", "rate", "code"),
+    [
+        ("ogg", None, "invalid_format"),
+        ("opus", 22_050, "invalid_sample_rate"),
+        ("pcm", 11_025, "invalid_sample_rate"),
+    ],
+)
 def test_bad_requests(name: str, rate: int | None, code: str) -> None:
     with pytest.raises(InvalidInput) as info:
         open_encoder(name, output_rate_hz=rate)

@@ -6,11 +6,13 @@ from speakstream.errors import UnknownVoice
 
 
 def bank() -> VoiceBank:
-    return VoiceBank({
-        "af_heart": np.ones((510, 256), np.float32),
-        "af_bella": np.zeros((510, 256), np.float32),
-        "bm_george": np.full((510, 256), 2.0, np.float32),
-    })
+    return VoiceBank(
+        {
+            "af_heart": np.ones((510, 256), np.float32),
+            "af_bella": np.zeros((510, 256), np.float32),
+            "bm_george": np.full((510, 256), 2.0, np.float32),
+        }
+    )
 
 
 def test_blend_is_the_normalised_weighted_mean() -> None:
@@ -27,7 +29,9 @@ def test_style_row_follows_token_count() -> None:
     assert voice_bank.style("af_heart", 10_000)[0, 0] == 509
 
 
-@pytest.mark.parametrize("spec", ["", "nobody", "af_heart:x", "af_heart:0", "af_heart,,af_bella", "../etc/passwd", "af_heart;rm"])
+@pytest.mark.parametrize(
+    "spec", ["", "nobody", "af_heart:x", "af_heart:0", "af_heart,,af_bella", "../etc/passwd", "af_heart;rm"]
+)
 def test_bad_specs(spec: str) -> None:
     with pytest.raises(UnknownVoice):
         bank().style(spec, 5)

@@ -17,7 +17,9 @@ async def next_control(session: SpeechSession, timeout: float = 30.0) -> Control
             return event
 
 
-async def drain_until(session: SpeechSession, kinds: tuple[str, ...], timeout: float = 60.0) -> list[AudioEvent | ControlEvent]:
+async def drain_until(
+    session: SpeechSession, kinds: tuple[str, ...], timeout: float = 60.0
+) -> list[AudioEvent | ControlEvent]:
     events: list[AudioEvent | ControlEvent] = []
     while True:
         event = await asyncio.wait_for(session.receive(), timeout)
@@ -47,6 +49,8 @@ async def settle(server: ThreadedServer, baseline_tasks: int, timeout: float = 1
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         state = await asyncio.to_thread(server_state, server)
-        if (state["tasks"] <= baseline_tasks and state["sessions"] == 0) or asyncio.get_running_loop().time() > deadline:
+        if (
+            state["tasks"] <= baseline_tasks and state["sessions"] == 0
+        ) or asyncio.get_running_loop().time() > deadline:
             return state
         await asyncio.sleep(0.05)

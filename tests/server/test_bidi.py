@@ -114,8 +114,12 @@ async def test_appended_fragments_are_chunked_by_the_server(fake_server: Threade
         await session.flush()
         result = await session.collect("stream-1")
         texts = [m["text"] for m in result.of_type("word_timestamps")]
-        assert texts == ["Thanks for waiting,", "I found your booking.", "Your flight leaves tomorrow.",
-                         "Is there anything else?"]
+        assert texts == [
+            "Thanks for waiting,",
+            "I found your booking.",
+            "Your flight leaves tomorrow.",
+            "Is there anything else?",
+        ]
         assert result.final is not None and result.final["audio_bytes"] == len(result.audio)
 
 
@@ -209,8 +213,7 @@ async def test_idle_sessions_are_closed() -> None:
         async with SpeechSession(server.ws_url) as session:
             await asyncio.sleep(0.8)
             with pytest.raises(SpeakstreamError, match="closed"):
-                for _ in range(3):
-                    await asyncio.wait_for(session.receive(), 5)
+                await asyncio.wait_for(session.receive(), 5)
     finally:
         server.stop()
 

@@ -54,17 +54,19 @@ async def test_invocations_streams_audio(fake_server: ThreadedServer) -> None:
 
 async def test_invocations_accepts_plain_text_with_query_parameters(fake_server: ThreadedServer) -> None:
     async with httpx.AsyncClient(base_url=fake_server.url) as client:
-        response = await client.post("/invocations?format=mp3&speed=1.5", content=TEXT.encode(),
-                                     headers={"content-type": "text/plain"})
+        response = await client.post(
+            "/invocations?format=mp3&speed=1.5", content=TEXT.encode(), headers={"content-type": "text/plain"}
+        )
     assert response.status_code == 200 and response.headers["content-type"] == "audio/mpeg"
     assert len(decode(response.content, "mp3")[0]) > 0
 
 
 async def test_audio_leaves_chunk_by_chunk(fake_server: ThreadedServer) -> None:
     arrivals = []
-    async with httpx.AsyncClient(base_url=fake_server.url) as client, client.stream(
-        "POST", "/invocations", json={"text": " ".join([TEXT] * 3)}
-    ) as response:
+    async with (
+        httpx.AsyncClient(base_url=fake_server.url) as client,
+        client.stream("POST", "/invocations", json={"text": " ".join([TEXT] * 3)}) as response,
+    ):
         async for block in response.aiter_raw():
             arrivals.append((time.perf_counter(), len(block)))
     assert len(arrivals) >= 3  # several network writes, not one buffered body
@@ -120,8 +122,13 @@ async def test_metrics(fake_server: ThreadedServer) -> None:
     async with httpx.AsyncClient(base_url=fake_server.url) as client:
         await client.post("/invocations", json={"text": ""})
         body = (await client.get("/metrics")).text
-    for name in ("speakstream_time_to_first_audio_seconds_bucket", "speakstream_real_time_factor",
-                 "speakstream_queue_wait_seconds", "speakstream_active_sessions", 'speakstream_errors_total{code="empty_text"}'):
+    for name in (
+        "speakstream_time_to_first_audio_seconds_bucket",
+        "speakstream_real_time_factor",
+        "speakstream_queue_wait_seconds",
+        "speakstream_active_sessions",
+        'speakstream_errors_total{code="empty_text"}',
+    ):
         assert name in body
 
 

@@ -17,16 +17,23 @@ KEY = "s3cret-key"
 
 @pytest.fixture(scope="module")
 def locked() -> ThreadedServer:
-    server = start_server(FakeEngine(), api_key=KEY, cors_origins=("https://app.example",),
-                          ws_origins=("https://app.example",))
+    server = start_server(
+        FakeEngine(), api_key=KEY, cors_origins=("https://app.example",), ws_origins=("https://app.example",)
+    )
     yield server  # type: ignore[misc]
     server.stop()
 
 
-@pytest.mark.parametrize(("method", "path"), [
-    ("POST", "/invocations"), ("POST", "/v1/audio/speech"), ("GET", "/v1/audio/voices"), ("GET", "/v1/models"),
-    ("GET", "/metrics"),
-])
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/invocations"),
+        ("POST", "/v1/audio/speech"),
+        ("GET", "/v1/audio/voices"),
+        ("GET", "/v1/models"),
+        ("GET", "/metrics"),
+    ],
+)
 async def test_every_route_needs_the_key(locked: ThreadedServer, method: str, path: str) -> None:
     async with httpx.AsyncClient(base_url=locked.url) as client:
         body = {"text": "Hi.", "input": "Hi.", "model": "tts-1", "voice": "alloy"}
@@ -69,8 +76,12 @@ async def test_client_reports_a_refused_handshake(locked: ThreadedServer) -> Non
 
 async def test_cors_preflight(locked: ThreadedServer) -> None:
     async with httpx.AsyncClient(base_url=locked.url) as client:
-        response = await client.options("/invocations", headers={
-            "Origin": "https://app.example", "Access-Control-Request-Method": "POST",
-            "Access-Control-Request-Headers": "authorization,content-type",
-        })
+        response = await client.options(
+            "/invocations",
+            headers={
+                "Origin": "https://app.example",
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization,content-type",
+            },
+        )
     assert response.headers["access-control-allow-origin"] == "https://app.example"

@@ -98,15 +98,20 @@ def test_first_chunk_is_a_clause_and_later_chunks_are_sentences() -> None:
 
 def test_first_chunk_may_end_before_a_phrase() -> None:
     assert chunk_text("Let me walk you through the three options. Next one.")[:2] == [
-        "Let me walk you through", "the three options."
+        "Let me walk you through",
+        "the three options.",
     ]
     off = ChunkPolicy(first_phrase_words=0)
-    assert chunk_text("Let me walk you through the three options.", off) == ["Let me walk you through the three options."]
+    assert chunk_text("Let me walk you through the three options.", off) == [
+        "Let me walk you through the three options."
+    ]
     assert chunk_text("Let me then go on and on.")[0] == "Let me then go on"  # "then" is not "the"
 
 
 def test_no_phrase_cut_inside_a_quotation() -> None:
-    assert chunk_text('She said, "I will be there by noon." Then she left.')[0] == 'She said, "I will be there by noon."'
+    assert (
+        chunk_text('She said, "I will be there by noon." Then she left.')[0] == 'She said, "I will be there by noon."'
+    )
 
 
 def test_first_clause_needs_enough_words() -> None:
@@ -162,9 +167,7 @@ def test_chunker_is_reusable_after_flush() -> None:
     chunker = IncrementalSentenceChunker(ChunkPolicy(first_phrase_words=0))
     chunker.feed("One reply, with a clause. ")
     chunker.flush()
-    assert chunker.feed("Second reply, with a clause and more. Next") == [
-        "Second reply, with a clause and more."
-    ]
+    assert chunker.feed("Second reply, with a clause and more. Next") == ["Second reply, with a clause and more."]
 
 
 def test_every_corpus_reply_chunks_within_limits() -> None:

@@ -51,8 +51,10 @@ def test_spans_point_into_the_source() -> None:
         ("The answer is 42", ["The answer is 42"]),
         ("See No. 5 and Fig. 3 here. Ok.", ["See No. 5 and Fig. 3 here.", "Ok."]),
         ("J. R. R. Tolkien wrote it. Read it.", ["J. R. R. Tolkien wrote it.", "Read it."]),
-        ("Visit the St. Mary's clinic on Baker St. Bring a card.",
-         ["Visit the St. Mary's clinic on Baker St.", "Bring a card."]),
+        (
+            "Visit the St. Mary's clinic on Baker St. Bring a card.",
+            ["Visit the St. Mary's clinic on Baker St.", "Bring a card."],
+        ),
         ("Really?! Yes!!", ["Really?!", "Yes!!"]),
         ("", []),
         ("   \n  ", []),

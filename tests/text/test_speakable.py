@@ -12,12 +12,29 @@ from tests.text.strategies import fragmented
 
 RAW_URL = re.compile(r"https?://|www\.\S+/")
 BLOCKS = [
-    "# Title", "## Sub heading", "- item", "* item", "1. first", "```py\nprint(1)\n```",
-    "| a | b |\n|---|---|\n| 1 | 2 |", "> quote", "---", "",
+    "# Title",
+    "## Sub heading",
+    "- item",
+    "* item",
+    "1. first",
+    "```py\nprint(1)\n```",
+    "| a | b |\n|---|---|\n| 1 | 2 |",
+    "> quote",
+    "---",
+    "",
 ]
 INLINE = [
-    "**bold**", "*it*", "__u__", "`code`", "[link](https://x.org/a)", "![img](a.png)",
-    "https://example.com/x", "plain words", "more text.", "~~gone~~", "snake_case",
+    "**bold**",
+    "*it*",
+    "__u__",
+    "`code`",
+    "[link](https://x.org/a)",
+    "![img](a.png)",
+    "https://example.com/x",
+    "plain words",
+    "more text.",
+    "~~gone~~",
+    "snake_case",
 ]
 line = st.one_of(
     st.sampled_from(BLOCKS),

@@ -49,8 +49,12 @@ class DemoResult:
 
     def summary(self, mode: str) -> dict[str, float]:
         values = self.ttfa_ms(mode)
-        return {"mean": round(statistics.mean(values), 1), "p50": round(statistics.median(values), 1),
-                "min": min(values), "max": max(values)}
+        return {
+            "mean": round(statistics.mean(values), 1),
+            "p50": round(statistics.median(values), 1),
+            "min": min(values),
+            "max": max(values),
+        }
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {m: {"ttfa_ms": self.ttfa_ms(m), **self.summary(m)} for m in MODES}

@@ -71,6 +71,11 @@ class AgentError(AgentEvent):
 
 
 _TYPES: dict[type, str] = {
-    AgentStart: "agent_start", TextDelta: "text_delta", ChunkSent: "chunk_sent", AudioChunkEvent: "audio_chunk",
-    WordTimestampsEvent: "word_timestamps", AgentDone: "agent_done", AgentError: "error",
+    AgentStart: "agent_start",
+    TextDelta: "text_delta",
+    ChunkSent: "chunk_sent",
+    AudioChunkEvent: "audio_chunk",
+    WordTimestampsEvent: "word_timestamps",
+    AgentDone: "agent_done",
+    AgentError: "error",
 }

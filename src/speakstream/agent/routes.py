@@ -47,8 +47,10 @@ def source_factory_from(*, llm_url: str | None = None, llm_model: str | None = N
 def replay_from_request(data: dict[str, Any]) -> TextSource:
     try:
         return ReplaySource(
-            reply=str(data.get("reply") or ""), reply_id=str(data.get("reply_id") or "long"),
-            tokens_per_s=float(data.get("tokens_per_s") or 60.0), ttft_s=float(data.get("ttft_s") or 0.1),
+            reply=str(data.get("reply") or ""),
+            reply_id=str(data.get("reply_id") or "long"),
+            tokens_per_s=float(data.get("tokens_per_s") or 60.0),
+            ttft_s=float(data.get("ttft_s") or 0.1),
         )
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"bad replay settings: {exc}", code="invalid_message") from exc
@@ -62,8 +64,9 @@ def _agent(runtime: Runtime, channel: LoopbackChannel, sources: SourceFactory, d
     if mode not in MODES:
         raise InvalidInput(f"mode must be one of {', '.join(MODES)}", code="invalid_mode")
     settings = runtime.settings(voice=data.get("voice"), speed=data.get("speed"), format=data.get("format") or "pcm")
-    return VoiceAgent(sources(data), channel, mode=mode, voice=settings.voice, speed=settings.speed,
-                      audio_format=settings.format)
+    return VoiceAgent(
+        sources(data), channel, mode=mode, voice=settings.voice, speed=settings.speed, audio_format=settings.format
+    )
 
 
 def _event_json(event: AgentEvent) -> dict[str, Any]:

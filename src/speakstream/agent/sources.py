@@ -32,8 +32,10 @@ _TOKEN = re.compile(r"\s*[^\s]{1,4}|\s+")
 
 
 class TextSource(Protocol):
-    name: str
-    """What the demo and events call this source (``replay``, ``openai:<model>``...)."""
+    @property
+    def name(self) -> str:
+        """What the demo and events call this source (``replay(...)``, ``openai(...)``)."""
+        ...
 
     def stream(self, prompt: str) -> AsyncIterator[str]:
         """The reply to ``prompt`` as text deltas, as they are generated."""
@@ -98,20 +100,28 @@ class OpenAISource:
     def _body(self, prompt: str) -> dict[str, Any]:
         messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         messages.append({"role": "user", "content": prompt})
-        return {"model": self.model, "messages": messages, "stream": True, "max_tokens": self.max_tokens,
-                "temperature": self.temperature}
+        return {
+            "model": self.model,
+            "messages": messages,
+            "stream": True,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+        }
 
     async def stream(self, prompt: str) -> AsyncIterator[str]:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         url = f"{self.base_url}/chat/completions"
         try:
-            async with httpx.AsyncClient(timeout=self.timeout) as client, client.stream(
-                "POST", url, json=self._body(prompt), headers=headers
-            ) as response:
+            async with (
+                httpx.AsyncClient(timeout=self.timeout) as client,
+                client.stream("POST", url, json=self._body(prompt), headers=headers) as response,
+            ):
                 if response.status_code >= 400:
                     body = (await response.aread())[:300].decode("utf-8", "replace")
-                    raise SourceError(f"LLM answered HTTP {response.status_code}: {body}",
-                                      retryable=response.status_code >= 500 or response.status_code == 429)
+                    raise SourceError(
+                        f"LLM answered HTTP {response.status_code}: {body}",
+                        retryable=response.status_code >= 500 or response.status_code == 429,
+                    )
                 async for delta in _deltas(response):
                     yield delta
         except httpx.TimeoutException as exc:
@@ -146,8 +156,9 @@ async def _deltas(response: httpx.Response) -> AsyncIterator[str]:
 class LlamaCppServer:
     """An embedded llama.cpp server (xllamacpp, CPU) for a local GGUF chat model."""
 
-    def __init__(self, model_path: Path | str, *, n_ctx: int = 2048, threads: int = 2,
-                 chat_template: str | None = None) -> None:
+    def __init__(
+        self, model_path: Path | str, *, n_ctx: int = 2048, threads: int = 2, chat_template: str | None = None
+    ) -> None:
         self.model_path = Path(model_path)
         self.n_ctx, self.threads, self.chat_template = n_ctx, threads, chat_template
         self._server: Any = None

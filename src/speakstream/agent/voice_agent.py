@@ -127,7 +127,9 @@ class VoiceAgent:
         except SpeakstreamError as exc:
             with contextlib.suppress(SpeakstreamError):
                 await self.channel.cancel(request_id=self.request_id)
-            await self._queue.put(AgentError(t=self._now(), code=exc.code, message=exc.message, retryable=exc.retryable))
+            await self._queue.put(
+                AgentError(t=self._now(), code=exc.code, message=exc.message, retryable=exc.retryable)
+            )
 
     async def _deltas(self, prompt: str) -> AsyncIterator[str]:
         async for delta in self.source.stream(prompt):
@@ -186,8 +188,9 @@ class VoiceAgent:
         progress = self._progress
         progress.first_audio = progress.first_audio or event.received_at
         progress.audio_bytes += len(event.data)
-        await self._queue.put(AudioChunkEvent(t=self._now(), audio=event.data, size=len(event.data),
-                                              request_id=event.request_id))
+        await self._queue.put(
+            AudioChunkEvent(t=self._now(), audio=event.data, size=len(event.data), request_id=event.request_id)
+        )
 
     async def _control(self, event: ControlEvent) -> bool:
         """Handle one control message of this run; True when the run is over."""
@@ -197,9 +200,14 @@ class VoiceAgent:
             self._progress.format = str(message.get("format", "pcm"))
         elif event.type == "word_timestamps":
             self._progress.words.extend(message.get("words", []))
-            await self._queue.put(WordTimestampsEvent(t=self._now(), text=message.get("text", ""),
-                                                      words=message.get("words", []),
-                                                      offset_s=message.get("offset_s", 0.0)))
+            await self._queue.put(
+                WordTimestampsEvent(
+                    t=self._now(),
+                    text=message.get("text", ""),
+                    words=message.get("words", []),
+                    offset_s=message.get("offset_s", 0.0),
+                )
+            )
         elif event.type == "synthesis_complete":
             await self._queue.put(self._done(audio_s=message.get("duration_s")))
             return True
@@ -209,21 +217,30 @@ class VoiceAgent:
             await self._queue.put(self._done(audio_s=message.get("duration_s"), interrupted=self._cancel_report))
             return True
         elif event.type == "error" and not self._interrupting:
-            await self._queue.put(AgentError(t=self._now(), code=str(message.get("code")),
-                                             message=str(message.get("message")),
-                                             retryable=bool(message.get("retryable"))))
+            await self._queue.put(
+                AgentError(
+                    t=self._now(),
+                    code=str(message.get("code")),
+                    message=str(message.get("message")),
+                    retryable=bool(message.get("retryable")),
+                )
+            )
             return True
         return False
 
     def _done(self, *, audio_s: float | None, interrupted: dict[str, Any] | None = None) -> AgentDone:
         p = self._progress
         timings = {
-            "ttft_s": p.since(p.first_text), "llm_done_s": p.since(p.llm_done),
-            "first_chunk_s": p.since(p.first_chunk), "ttfa_s": p.since(p.first_audio),
-            "audio_s": audio_s, "total_s": self._now(),
+            "ttft_s": p.since(p.first_text),
+            "llm_done_s": p.since(p.llm_done),
+            "first_chunk_s": p.since(p.first_chunk),
+            "ttfa_s": p.since(p.first_audio),
+            "audio_s": audio_s,
+            "total_s": self._now(),
         }
-        return AgentDone(t=self._now(), mode=self.mode, timings=timings, audio_bytes=p.audio_bytes,
-                         interrupted=interrupted)
+        return AgentDone(
+            t=self._now(), mode=self.mode, timings=timings, audio_bytes=p.audio_bytes, interrupted=interrupted
+        )
 
     def _interruption(self, cancelled: dict[str, Any]) -> dict[str, Any]:
         """What the listener got: audio delivered, and what a real-time player had played."""
@@ -232,7 +249,9 @@ class VoiceAgent:
         played_s = 0.0 if p.first_audio is None else min(delivered_s, time.perf_counter() - p.first_audio)
         heard = [w["word"] for w in p.words if w["end_s"] <= played_s]
         return {
-            "audio_bytes": cancelled.get("audio_bytes", 0), "delivered_s": round(delivered_s, 4),
-            "last_word_delivered": cancelled.get("last_word"), "heard_s": round(played_s, 4),
+            "audio_bytes": cancelled.get("audio_bytes", 0),
+            "delivered_s": round(delivered_s, 4),
+            "last_word_delivered": cancelled.get("last_word"),
+            "heard_s": round(played_s, 4),
             "last_word_heard": heard[-1] if heard else None,
         }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import av
 import numpy as np
@@ -41,7 +42,7 @@ def _decode_av(data: bytes, container: str) -> tuple[NDArray[np.float32], int]:
     return samples, rate
 
 
-def _frames(packet: av.Packet) -> list[NDArray[np.float32]]:
+def _frames(packet: Any) -> list[NDArray[np.float32]]:
     try:
         frames = packet.decode()
     except av.error.InvalidDataError:

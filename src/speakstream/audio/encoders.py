@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import av
 import numpy as np
@@ -46,7 +46,15 @@ def wav_header(sample_rate: int, channels: int = 1, bits: int = 16, data_bytes: 
     fmt = struct.pack("<HHIIHH", 1, channels, sample_rate, sample_rate * block, block, bits)
     data = 0xFFFFFFFF if data_bytes is None else data_bytes
     riff = 0xFFFFFFFF if data_bytes is None else data_bytes + 36
-    return b"RIFF" + struct.pack("<I", riff) + b"WAVEfmt " + struct.pack("<I", 16) + fmt + b"data" + struct.pack("<I", data)
+    return (
+        b"RIFF"
+        + struct.pack("<I", riff)
+        + b"WAVEfmt "
+        + struct.pack("<I", 16)
+        + fmt
+        + b"data"
+        + struct.pack("<I", data)
+    )
 
 
 def mulaw_encode(samples: NDArray[np.float32]) -> bytes:
@@ -55,7 +63,7 @@ def mulaw_encode(samples: NDArray[np.float32]) -> bytes:
     magnitude = np.log1p(255.0 * np.abs(x)) / np.log1p(255.0)
     code = np.round(magnitude * 127.0).astype(np.int16)
     sign = np.where(x < 0, 0x00, 0x80)
-    return ((sign | code) ^ 0x7F).astype(np.uint8).tobytes()
+    return bytes(((sign | code) ^ 0x7F).astype(np.uint8).tobytes())
 
 
 def mulaw_decode(data: bytes) -> NDArray[np.float32]:
@@ -96,7 +104,7 @@ class AVEncoder:
         self._resampler = StreamResampler(in_rate, out_rate)
         self._sink = _Sink()
         self._container = av.open(self._sink, mode="w", format=settings.container, options=settings.options)
-        self._stream: Any = self._container.add_stream(settings.codec, rate=out_rate)
+        self._stream = cast(Any, self._container.add_stream(settings.codec, rate=out_rate))
         self._stream.layout = "mono"
         if settings.bitrate:
             self._stream.bit_rate = settings.bitrate

@@ -14,12 +14,16 @@ class StreamResampler:
 
     def __init__(self, in_rate: int, out_rate: int) -> None:
         self.in_rate, self.out_rate = in_rate, out_rate
-        self._stream = None if in_rate == out_rate else soxr.ResampleStream(in_rate, out_rate, 1, dtype="float32", quality="HQ")
+        self._stream = (
+            None if in_rate == out_rate else soxr.ResampleStream(in_rate, out_rate, 1, dtype="float32", quality="HQ")
+        )
 
     def process(self, samples: NDArray[np.float32]) -> NDArray[np.float32]:
         if self._stream is None:
             return samples
-        return np.asarray(self._stream.resample_chunk(samples.astype(np.float32, copy=False), last=False), dtype=np.float32)
+        return np.asarray(
+            self._stream.resample_chunk(samples.astype(np.float32, copy=False), last=False), dtype=np.float32
+        )
 
     def flush(self) -> NDArray[np.float32]:
         if self._stream is None:

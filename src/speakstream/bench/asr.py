@@ -45,8 +45,12 @@ class Recognizer:
         audio = samples if sample_rate == WHISPER_RATE else soxr.resample(samples, sample_rate, WHISPER_RATE)
         with self._lock:
             segments, _ = self._model.transcribe(
-                np.asarray(audio, dtype=np.float32), language="en", beam_size=1, word_timestamps=True,
-                vad_filter=False, condition_on_previous_text=False,
+                np.asarray(audio, dtype=np.float32),
+                language="en",
+                beam_size=1,
+                word_timestamps=True,
+                vad_filter=False,
+                condition_on_previous_text=False,
             )
             segments = list(segments)
         words = tuple((w.word.strip(), float(w.start), float(w.end)) for s in segments for w in (s.words or []))
@@ -58,9 +62,13 @@ def recognizer() -> Recognizer:
     return Recognizer()
 
 
-_UNITS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen".split())}
+_UNITS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen".split()
+    )
+}
 _TENS = {w: 10 * i for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()) if i > 1}
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
 _SEPARATOR = re.compile(r"(?<=\d)[:.,](?=\d)")

@@ -80,13 +80,21 @@ def demo_command(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     with source_maker(args) as make_source, speech_server(args, console) as url:
         if isinstance(make_source(), ReplaySource):
-            console.print("[bold]source: REPLAY[/] - a bundled reply streamed token by token at "
-                          f"{args.tokens_per_s:g} tokens/s (as a local LLM measured here), not a model")
+            console.print(
+                "[bold]source: REPLAY[/] - a bundled reply streamed token by token at "
+                f"{args.tokens_per_s:g} tokens/s (as a local LLM measured here), not a model"
+            )
 
         async def main() -> DemoResult:
             async with SpeechSession(url, api_key=args.api_key) as session:
-                return await run_demo(make_source, session, prompt=args.prompt, trials=args.trials,
-                                      voice=args.voice, progress=lambda line: console.print(line, style="dim"))
+                return await run_demo(
+                    make_source,
+                    session,
+                    prompt=args.prompt,
+                    trials=args.trials,
+                    voice=args.voice,
+                    progress=lambda line: console.print(line, style="dim"),
+                )
 
         result = asyncio.run(main())
     if args.wav:
@@ -115,8 +123,17 @@ def chat_command(args: argparse.Namespace) -> int:
 
     console = Console()
     with source_maker(args) as make_source, speech_server(args, Console(stderr=True)) as url:
-        asyncio.run(chat_loop(make_source, url, api_key=args.api_key, voice=args.voice, out_dir=args.out,
-                              console=console, prompts=_prompts()))
+        asyncio.run(
+            chat_loop(
+                make_source,
+                url,
+                api_key=args.api_key,
+                voice=args.voice,
+                out_dir=args.out,
+                console=console,
+                prompts=_prompts(),
+            )
+        )
     return 0
 
 

@@ -35,7 +35,9 @@ def fetch(args: argparse.Namespace) -> int:
             return lambda done, total: progress.update(task_id, completed=done, total=total or None)
 
         found, done = store.fetch(args.model_dir, task=task)
-    console.print(f"assets ready in {found.model_dir}" + (f" ({', '.join(done)})" if done else " (nothing to download)"))
+    console.print(
+        f"assets ready in {found.model_dir}" + (f" ({', '.join(done)})" if done else " (nothing to download)")
+    )
     return 0
 
 

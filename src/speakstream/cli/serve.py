@@ -35,9 +35,17 @@ def serve_command(args: argparse.Namespace) -> int:
     from speakstream.web import web_routes
 
     config = ServerConfig.from_env(
-        host=args.host, port=args.port, api_key=args.api_key, voice=args.voice, format=args.format,
-        max_sessions=args.max_sessions, queue_depth=args.queue_depth, workers=args.workers,
-        model_dir=args.model_dir, graph=args.graph, fake_engine=args.fake_engine,
+        host=args.host,
+        port=args.port,
+        api_key=args.api_key,
+        voice=args.voice,
+        format=args.format,
+        max_sessions=args.max_sessions,
+        queue_depth=args.queue_depth,
+        workers=args.workers,
+        model_dir=args.model_dir,
+        graph=args.graph,
+        fake_engine=args.fake_engine,
         first_chunk_priority=args.first_chunk_priority,
     )
     sources = source_factory_from(llm_url=args.llm_url, llm_model=args.llm_model)

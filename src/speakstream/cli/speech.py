@@ -39,10 +39,7 @@ def register(commands: Any) -> None:
 def say_command(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.text == "-" else args.text
     fmt = args.format or EXTENSIONS.get(args.output.suffix.lstrip(".").lower(), "wav")
-    if args.server:
-        report = asyncio.run(_say_remote(args, text, fmt))
-    else:
-        report = _say_local(args, text, fmt)
+    report = asyncio.run(_say_remote(args, text, fmt)) if args.server else _say_local(args, text, fmt)
     Console(stderr=True).print(report)
     return 0
 
@@ -64,8 +61,10 @@ def _say_local(args: argparse.Namespace, text: str, fmt: str) -> str:
             audio_s += chunk.duration_s
         out.write(encoder.close())
     total = time.perf_counter() - started
-    return (f"wrote {args.output} ({fmt}, {audio_s:.2f} s of audio): load {started - loaded:.2f} s, "
-            f"first chunk {(first or started) - started:.2f} s, total {total:.2f} s, RTF {total / max(audio_s, 1e-9):.2f}")
+    return (
+        f"wrote {args.output} ({fmt}, {audio_s:.2f} s of audio): load {started - loaded:.2f} s, "
+        f"first chunk {(first or started) - started:.2f} s, total {total:.2f} s, RTF {total / max(audio_s, 1e-9):.2f}"
+    )
 
 
 async def _say_remote(args: argparse.Namespace, text: str, fmt: str) -> str:
@@ -73,7 +72,8 @@ async def _say_remote(args: argparse.Namespace, text: str, fmt: str) -> str:
 
     result = await fetch_audio(args.server, text, api_key=args.api_key, voice=args.voice, speed=args.speed, format=fmt)
     args.output.write_bytes(bytes(result.audio))
-    return f"wrote {args.output} ({fmt}, {len(result.audio)} bytes) from {args.server}: first byte {result.ttfb_s or 0:.2f} s"
+    first = result.ttfb_s or 0.0
+    return f"wrote {args.output} ({fmt}, {len(result.audio)} bytes) from {args.server}: first byte {first:.2f} s"
 
 
 def voices_command(args: argparse.Namespace) -> int:

@@ -1,7 +1,7 @@
 """Client stage: the WebSocket session, SSE and plain HTTP helpers."""
 
-from speakstream.client.http import StreamedAudio, fetch_audio, stream_audio, stream_events
 from speakstream.channel import Channel, SpeechResult
+from speakstream.client.http import StreamedAudio, fetch_audio, stream_audio, stream_events
 from speakstream.client.session import SpeechSession
 from speakstream.protocol import AudioEvent, ControlEvent
 

@@ -35,8 +35,11 @@ def _headers(api_key: str | None, accept: str | None = None) -> dict[str, str]:
 async def _raise_for(response: httpx.Response) -> None:
     if response.status_code >= 400:
         body = await response.aread()
-        raise SpeakstreamError(f"HTTP {response.status_code}: {body[:300].decode('utf-8', 'replace')}",
-                               code=f"http_{response.status_code}", retryable=response.status_code >= 500)
+        raise SpeakstreamError(
+            f"HTTP {response.status_code}: {body[:300].decode('utf-8', 'replace')}",
+            code=f"http_{response.status_code}",
+            retryable=response.status_code >= 500,
+        )
 
 
 async def stream_audio(

@@ -33,11 +33,13 @@ class SpeechSession(Channel):
     async def __aenter__(self) -> SpeechSession:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else None
         try:
-            self._ws = await connect(self.url, additional_headers=headers, max_size=None,
-                                     open_timeout=self.open_timeout)
+            self._ws = await connect(
+                self.url, additional_headers=headers, max_size=None, open_timeout=self.open_timeout
+            )
         except (OSError, TimeoutError, websockets.exceptions.InvalidHandshake) as exc:
-            raise SpeakstreamError(f"cannot open a session at {self.url}: {exc}", code="connect_failed",
-                                   retryable=True) from exc
+            raise SpeakstreamError(
+                f"cannot open a session at {self.url}: {exc}", code="connect_failed", retryable=True
+            ) from exc
         try:
             await self._expect_hello()
         except SpeakstreamError:
@@ -62,12 +64,14 @@ class SpeechSession(Channel):
         try:
             await self.ws.send(frame)
         except websockets.exceptions.ConnectionClosed as exc:
-            raise SpeakstreamError(f"session closed ({exc.rcvd.code if exc.rcvd else 'no code'})",
-                                   code="session_closed") from exc
+            raise SpeakstreamError(
+                f"session closed ({exc.rcvd.code if exc.rcvd else 'no code'})", code="session_closed"
+            ) from exc
 
     async def _recv_frame(self) -> str | bytes:
         try:
             return await self.ws.recv()
         except websockets.exceptions.ConnectionClosed as exc:
-            raise SpeakstreamError(f"session closed ({exc.rcvd.code if exc.rcvd else 'no code'})",
-                                   code="session_closed") from exc
+            raise SpeakstreamError(
+                f"session closed ({exc.rcvd.code if exc.rcvd else 'no code'})", code="session_closed"
+            ) from exc

@@ -231,7 +231,7 @@ def _derive(assets: Assets) -> list[str]:
 
     from speakstream.engine.graph import add_durations, float_convolutions
 
-    made = []
+    made: list[str] = []
     stamp = assets.derived_dir / "derived.json"
     wanted = {"model_sha256": MODEL_SHA256, "version": 2}
     current = json.loads(stamp.read_text()) if stamp.is_file() else {}

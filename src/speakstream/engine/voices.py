@@ -32,9 +32,19 @@ LANGUAGES = {
     "z": ("cmn", "Mandarin Chinese"),
 }
 VOICE_ALIASES = {
-    "alloy": "af_alloy", "ash": "am_adam", "ballad": "bm_george", "coral": "af_heart", "echo": "am_echo",
-    "fable": "bm_fable", "nova": "af_nova", "onyx": "am_onyx", "sage": "af_sarah", "shimmer": "af_bella",
-    "verse": "am_michael", "marin": "af_kore", "cedar": "am_puck",
+    "alloy": "af_alloy",
+    "ash": "am_adam",
+    "ballad": "bm_george",
+    "coral": "af_heart",
+    "echo": "am_echo",
+    "fable": "bm_fable",
+    "nova": "af_nova",
+    "onyx": "am_onyx",
+    "sage": "af_sarah",
+    "shimmer": "af_bella",
+    "verse": "am_michael",
+    "marin": "af_kore",
+    "cedar": "am_puck",
 }
 """OpenAI's voice names and the Kokoro voices that stand in for them."""
 _SPEC_PART = re.compile(r"^\s*([a-z]{2}_[a-z0-9]+)\s*(?::\s*([0-9]*\.?[0-9]+)\s*)?$")

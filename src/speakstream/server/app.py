@@ -65,10 +65,15 @@ def create_app(
     ]
     middleware = []  # CORS outermost: it answers preflights, which carry no API key
     if config.cors_origins:
-        middleware.append(Middleware(
-            CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST", "OPTIONS"],
-            allow_headers=["Authorization", "Content-Type", "Accept"], expose_headers=["X-Request-Id"],
-        ))
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(config.cors_origins),
+                allow_methods=["GET", "POST", "OPTIONS"],
+                allow_headers=["Authorization", "Content-Type", "Accept"],
+                expose_headers=["X-Request-Id"],
+            )
+        )
     middleware.append(Middleware(SecurityMiddleware, config=config))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.runtime = runtime

@@ -148,10 +148,16 @@ class BidiSession:
             await asyncio.wait_for(self.ws.close(1001, reason[:120]), 1.0)
 
     def _hello(self) -> Outgoing:
-        return self._message(SessionStart(
-            session_id=self.id, voice=self.defaults.voice or "", speed=self.defaults.speed or 1.0,
-            format=self.defaults.format or "pcm", sample_rate=24_000, limits=self.config.limits(),
-        ))
+        return self._message(
+            SessionStart(
+                session_id=self.id,
+                voice=self.defaults.voice or "",
+                speed=self.defaults.speed or 1.0,
+                format=self.defaults.format or "pcm",
+                sample_rate=24_000,
+                limits=self.config.limits(),
+            )
+        )
 
     # Reader
 
@@ -208,12 +214,16 @@ class BidiSession:
 
     def _new_reply(self, request_id: str | None, options: Options) -> Reply:
         if len(self._pending) >= self.config.max_pending_requests:
-            raise Overloaded(f"{self.config.max_pending_requests} requests are already waiting", code="too_many_requests")
+            raise Overloaded(
+                f"{self.config.max_pending_requests} requests are already waiting", code="too_many_requests"
+            )
         if request_id is not None and request_id in self._known_ids():
             raise ProtocolError(f"request_id {request_id!r} is already in use", code="duplicate_request_id")
         settings = self.rt.settings(
-            voice=options.voice or self.defaults.voice, speed=options.speed or self.defaults.speed,
-            format=options.format or self.defaults.format, sample_rate=options.sample_rate or self.defaults.sample_rate,
+            voice=options.voice or self.defaults.voice,
+            speed=options.speed or self.defaults.speed,
+            format=options.format or self.defaults.format,
+            sample_rate=options.sample_rate or self.defaults.sample_rate,
         )
         return self.rt.reply(self.id, request_id, settings)
 
@@ -253,11 +263,17 @@ class BidiSession:
 
     def _configure(self, options: Options) -> None:
         merged = Options(
-            voice=options.voice or self.defaults.voice, speed=options.speed or self.defaults.speed,
-            format=options.format or self.defaults.format, sample_rate=options.sample_rate or self.defaults.sample_rate,
+            voice=options.voice or self.defaults.voice,
+            speed=options.speed or self.defaults.speed,
+            format=options.format or self.defaults.format,
+            sample_rate=options.sample_rate or self.defaults.sample_rate,
         )
-        validate(self.rt.require_scheduler(), self.rt.settings(
-            voice=merged.voice, speed=merged.speed, format=merged.format, sample_rate=merged.sample_rate))
+        validate(
+            self.rt.require_scheduler(),
+            self.rt.settings(
+                voice=merged.voice, speed=merged.speed, format=merged.format, sample_rate=merged.sample_rate
+            ),
+        )
         self.defaults = merged
 
     def _busy(self) -> bool:
@@ -305,10 +321,19 @@ class BidiSession:
         rid = reply.request_id
         self.rt.metrics.requests.labels("websocket").inc()
         self._sent[rid] = Sent()
-        await self._put(self._message(SynthesisStart(
-            request_id=rid, voice=reply.settings.voice, speed=reply.settings.speed, format=reply.fmt.name,
-            sample_rate=reply.sample_rate, mime_type=reply.fmt.mime_type,
-        ), rid))
+        await self._put(
+            self._message(
+                SynthesisStart(
+                    request_id=rid,
+                    voice=reply.settings.voice,
+                    speed=reply.settings.speed,
+                    format=reply.fmt.name,
+                    sample_rate=reply.sample_rate,
+                    mime_type=reply.fmt.mime_type,
+                ),
+                rid,
+            )
+        )
         try:
             async for out in reply.outputs():
                 await self._send_chunk(rid, out)
@@ -320,19 +345,34 @@ class BidiSession:
             return
         if reply.stats.ttfa_s is not None:
             self.rt.metrics.ttfa.labels("websocket").observe(reply.stats.ttfa_s)
-        complete = self._message(SynthesisComplete(
-            request_id=rid, audio_bytes=reply.stats.audio_bytes, duration_s=round(reply.stats.duration_s, 4),
-            chunks=reply.stats.chunks, timings=reply.stats.timings(),
-        ), rid)
+        complete = self._message(
+            SynthesisComplete(
+                request_id=rid,
+                audio_bytes=reply.stats.audio_bytes,
+                duration_s=round(reply.stats.duration_s, 4),
+                chunks=reply.stats.chunks,
+                timings=reply.stats.timings(),
+            ),
+            rid,
+        )
         complete.finishes = rid
         await self._put(complete)
 
     async def _send_chunk(self, rid: str, out: ChunkOut) -> None:
         if out.text:
-            await self._put(self._message(WordTimestamps(
-                request_id=rid, sequence=out.sequence, text=out.text, offset_s=round(out.offset_s, 4),
-                duration_s=round(out.duration_s, 4), words=[w.to_dict() for w in out.words],
-            ), rid))
+            await self._put(
+                self._message(
+                    WordTimestamps(
+                        request_id=rid,
+                        sequence=out.sequence,
+                        text=out.text,
+                        offset_s=round(out.offset_s, 4),
+                        duration_s=round(out.duration_s, 4),
+                        words=[w.to_dict() for w in out.words],
+                    ),
+                    rid,
+                )
+            )
         frames = safe_audio_frames(out.data, self.config.audio_frame_bytes)
         done = 0
         for frame in frames:
@@ -350,8 +390,11 @@ class BidiSession:
                 try:
                     await asyncio.wait_for(self._send(payload), self.config.send_timeout_s)
                 except TimeoutError:
-                    log.warning("session %s: client stopped reading for %.0f s; dropping it",
-                                self.id, self.config.send_timeout_s)
+                    log.warning(
+                        "session %s: client stopped reading for %.0f s; dropping it",
+                        self.id,
+                        self.config.send_timeout_s,
+                    )
                     return
                 self._account(item, payload)
             if item.finishes is not None:
@@ -379,10 +422,14 @@ class BidiSession:
 
     def _cancelled(self, request_id: str) -> str:
         sent = self._sent.pop(request_id, Sent())
-        return encode_server_message(Cancelled(
-            request_id=request_id, audio_bytes=sent.audio_bytes, duration_s=round(sent.audio_s, 4),
-            last_word=sent.last_word,
-        ))
+        return encode_server_message(
+            Cancelled(
+                request_id=request_id,
+                audio_bytes=sent.audio_bytes,
+                duration_s=round(sent.audio_s, 4),
+                last_word=sent.last_word,
+            )
+        )
 
     # Helpers
 

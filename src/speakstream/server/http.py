@@ -114,8 +114,10 @@ async def _invocation_reply(request: Request, runtime: Runtime) -> Reply:
     if len(text) > runtime.config.max_text_chars:
         raise InvalidInput(f"text is over the {runtime.config.max_text_chars}-character limit", code="text_too_long")
     settings = runtime.settings(
-        voice=data.get("voice"), speed=_number(data.get("speed"), "speed", float),
-        format=data.get("format"), sample_rate=_number(data.get("sample_rate"), "sample_rate", int),
+        voice=data.get("voice"),
+        speed=_number(data.get("speed"), "speed", float),
+        format=data.get("format"),
+        sample_rate=_number(data.get("sample_rate"), "sample_rate", int),
     )
     reply = runtime.reply(runtime.new_id("http"), _request_id(data), settings)
     reply.push(text)
@@ -153,26 +155,46 @@ async def audio_stream(reply: Reply, runtime: Runtime, transport: str) -> AsyncI
 
 async def sse_stream(reply: Reply, runtime: Runtime) -> AsyncIterator[bytes]:
     rid = reply.request_id
-    yield sse_event("audio_stream_start", {
-        "request_id": rid, "format": reply.fmt.name, "sample_rate": reply.sample_rate,
-        "mime_type": reply.fmt.mime_type, "voice": reply.settings.voice, "speed": reply.settings.speed,
-    })
+    yield sse_event(
+        "audio_stream_start",
+        {
+            "request_id": rid,
+            "format": reply.fmt.name,
+            "sample_rate": reply.sample_rate,
+            "mime_type": reply.fmt.mime_type,
+            "voice": reply.settings.voice,
+            "speed": reply.settings.speed,
+        },
+    )
     try:
         async for out in reply.outputs():
             if not out.data and not out.text:
                 continue
-            yield sse_event("audio_chunk", {
-                "request_id": rid, "sequence": out.sequence, "text": out.text,
-                "offset_s": round(out.offset_s, 4), "duration_s": round(out.duration_s, 4),
-                "audio": base64.b64encode(out.data).decode("ascii"), "words": [w.to_dict() for w in out.words],
-            })
+            yield sse_event(
+                "audio_chunk",
+                {
+                    "request_id": rid,
+                    "sequence": out.sequence,
+                    "text": out.text,
+                    "offset_s": round(out.offset_s, 4),
+                    "duration_s": round(out.duration_s, 4),
+                    "audio": base64.b64encode(out.data).decode("ascii"),
+                    "words": [w.to_dict() for w in out.words],
+                },
+            )
     except SpeakstreamError as exc:
         runtime.error(exc)
         yield sse_event("error", {**exc.to_dict(), "request_id": rid})
         return
     if reply.stats.ttfa_s is not None:
         runtime.metrics.ttfa.labels("sse").observe(reply.stats.ttfa_s)
-    yield sse_event("audio_stream_end", {
-        "request_id": rid, "audio_bytes": reply.stats.audio_bytes, "duration_s": round(reply.stats.duration_s, 4),
-        "chunks": reply.stats.chunks, "timings": reply.stats.timings(),
-    })
+    yield sse_event(
+        "audio_stream_end",
+        {
+            "request_id": rid,
+            "audio_bytes": reply.stats.audio_bytes,
+            "duration_s": round(reply.stats.duration_s, 4),
+            "chunks": reply.stats.chunks,
+            "timings": reply.stats.timings(),
+        },
+    )

@@ -58,8 +58,7 @@ async def _speech_reply(request: Request, runtime: Runtime) -> tuple[Reply, str]
     if stream_format not in ("audio", "sse"):
         raise InvalidInput("stream_format must be 'audio' or 'sse'", code="invalid_stream_format")
     speed = data.get("speed", 1.0)
-    settings = runtime.settings(voice=voice, speed=speed,
-                                format=OPENAI_FORMATS[response_format])
+    settings = runtime.settings(voice=voice, speed=speed, format=OPENAI_FORMATS[response_format])
     reply = runtime.reply(runtime.new_id("openai"), None, settings)
     reply.push(text)
     reply.end_input()

@@ -110,7 +110,11 @@ class Runtime:
         )
 
     def settings(self, **overrides: Any) -> ReplySettings:
-        defaults = {"voice": self.config.voice, "speed": self.config.speed, "format": self.config.format}
+        defaults: dict[str, Any] = {
+            "voice": self.config.voice,
+            "speed": self.config.speed,
+            "format": self.config.format,
+        }
         defaults.update({k: v for k, v in overrides.items() if v is not None})
         if isinstance(defaults["voice"], str):
             defaults["voice"] = VOICE_ALIASES.get(defaults["voice"], defaults["voice"])

@@ -67,10 +67,18 @@ class SecurityMiddleware:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
             return
-        body = json.dumps({"error": {"code": "unauthorized", "message": "missing or wrong API key",
-                                     "retryable": False}}).encode()
-        await send({"type": "http.response.start", "status": 401, "headers": [
-            (b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="speakstream"'),
-            (b"content-length", str(len(body)).encode()),
-        ]})
+        body = json.dumps(
+            {"error": {"code": "unauthorized", "message": "missing or wrong API key", "retryable": False}}
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b'Bearer realm="speakstream"'),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

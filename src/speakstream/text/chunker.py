@@ -195,10 +195,13 @@ class IncrementalSentenceChunker:
         stop = max(start, limit)
         candidates = [(m.end(), self.policy.min_first_words) for m in _CLAUSE_MARKS.finditer(self._buf, start, stop)]
         if self.policy.first_phrase_words:
-            candidates += [(m.start(), self.policy.first_phrase_words)
-                           for m in _PHRASE.finditer(self._buf, start, stop)
-                           if m.start() > self._base and self._buf[m.start() - 1].isalpha()
-                           and not _inside_quote(self._buf[self._base : m.start()])]
+            candidates += [
+                (m.start(), self.policy.first_phrase_words)
+                for m in _PHRASE.finditer(self._buf, start, stop)
+                if m.start() > self._base
+                and self._buf[m.start() - 1].isalpha()
+                and not _inside_quote(self._buf[self._base : m.start()])
+            ]
         for cut, words in sorted(candidates):
             if len(_WORD.findall(self._buf, self._base, cut)) >= words:
                 return cut
@@ -255,9 +258,7 @@ def chunk_text(text: str, policy: ChunkPolicy | None = None) -> list[str]:
     return chunker.feed(text) + chunker.flush_all()
 
 
-async def achunks(
-    fragments: AsyncIterable[str], policy: ChunkPolicy | None = None
-) -> AsyncIterator[str]:
+async def achunks(fragments: AsyncIterable[str], policy: ChunkPolicy | None = None) -> AsyncIterator[str]:
     """Chunks from an async stream of fragments, each yielded as soon as it is complete."""
     chunker = IncrementalSentenceChunker(policy)
     async for fragment in fragments:

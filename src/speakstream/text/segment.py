@@ -159,7 +159,7 @@ def _at_line_start(text: str, start: int, pos: int) -> bool:
 
 
 def _after_capitalised_word(text: str, start: int, pos: int) -> bool:
-    """"Baker St." is a street (may end a sentence); "the St. Mary's" is a title."""
+    """ "Baker St." is a street (may end a sentence); "the St. Mary's" is a title."""
     k = pos
     while k > start and text[k - 1] in " \t":
         k -= 1

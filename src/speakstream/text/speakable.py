@@ -254,9 +254,7 @@ def speakable(text: str, options: SpeakableOptions | None = None) -> str:
     return spoken.feed(text) + spoken.flush()
 
 
-async def aspeakable(
-    fragments: AsyncIterable[str], options: SpeakableOptions | None = None
-) -> AsyncIterator[str]:
+async def aspeakable(fragments: AsyncIterable[str], options: SpeakableOptions | None = None) -> AsyncIterator[str]:
     """Filter an async stream of fragments, yielding speakable text as soon as it is known."""
     spoken = SpeakableFilter(options)
     async for fragment in fragments:

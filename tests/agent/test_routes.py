@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+
+import httpx
+import pytest
+import websockets
+
+from speakstream.agent.routes import agent_routes
+from speakstream.client import stream_events
+from speakstream.config import ServerConfig
+from speakstream.engine.fake import FakeEngine
+from speakstream.server.app import create_app
+from speakstream.server.serve import ThreadedServer
+
+
+@pytest.fixture
+def agent_server() -> ThreadedServer:
+    app = create_app(ServerConfig(), engine_factory=lambda: FakeEngine(seconds_per_char=0.002), extra_routes=agent_routes())
+    server = ThreadedServer(app).start()
+    yield server  # type: ignore[misc]
+    server.stop()
+
+
+@pytest.mark.parametrize("mode", ["bidi", "batch"])
+async def test_agent_sse(agent_server: ThreadedServer, mode: str) -> None:
+    body = {"prompt": "Which plan?", "mode": mode, "reply_id": "weather", "tokens_per_s": 300}
+    events = [e async for e in stream_events(f"{agent_server.url}/agent", body)]
+    names = [e.event for e in events]
+    assert names[0] == "agent_start" and names[-1] == "agent_done"
+    audio = b"".join(base64.b64decode(e.json()["audio"]) for e in events if e.event == "audio_chunk")
+    assert len(audio) == events[-1].json()["audio_bytes"] > 0
+
+
+async def test_agent_sse_bad_requests(agent_server: ThreadedServer) -> None:
+    async with httpx.AsyncClient(base_url=agent_server.url) as client:
+        assert (await client.post("/agent", json={"prompt": ""})).status_code == 400
+        bad_mode = await client.post("/agent", json={"prompt": "hi", "mode": "psychic"})
+        assert bad_mode.json()["error"]["code"] == "invalid_mode"
+
+
+async def test_agent_websocket_with_barge_in(agent_server: ThreadedServer) -> None:
+    url = agent_server.url.replace("http", "ws") + "/agent/ws"
+    async with websockets.connect(url) as ws:
+        await ws.send(json.dumps({"type": "prompt", "prompt": "Which plan?", "tokens_per_s": 100}))
+        audio = 0
+        while audio == 0:
+            frame = await asyncio.wait_for(ws.recv(), 10)
+            if isinstance(frame, bytes):
+                audio += len(frame)
+        await ws.send(json.dumps({"type": "interrupt"}))
+        while True:
+            frame = await asyncio.wait_for(ws.recv(), 10)
+            if isinstance(frame, str) and json.loads(frame)["type"] == "agent_done":
+                assert json.loads(frame)["interrupted"]["delivered_s"] > 0
+                break
+        await ws.send(json.dumps({"type": "prompt", "prompt": "Hi", "reply_id": "greeting", "tokens_per_s": 500}))
+        while True:
+            frame = await asyncio.wait_for(ws.recv(), 10)
+            if isinstance(frame, str) and json.loads(frame)["type"] == "agent_done":
+                assert json.loads(frame)["interrupted"] is None
+                break
