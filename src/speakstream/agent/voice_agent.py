@@ -189,7 +189,12 @@ class VoiceAgent:
         progress.first_audio = progress.first_audio or event.received_at
         progress.audio_bytes += len(event.data)
         await self._queue.put(
-            AudioChunkEvent(t=self._now(), audio=event.data, size=len(event.data), request_id=event.request_id)
+            AudioChunkEvent(
+                t=progress.since(event.received_at) or 0.0,
+                audio=event.data,
+                size=len(event.data),
+                request_id=event.request_id,
+            )
         )
 
     async def _control(self, event: ControlEvent) -> bool:
