@@ -8,7 +8,7 @@ sends an audio frame that would parse as one.
 
 Client -> server::
 
-    {"type": "text", "text": "...", "request_id"?, "voice"?, "speed"?, "format"?, "sample_rate"?}
+    {"type": "text", "text": "...", "request_id"?, "voice"?, "speed"?, "format"?, "sample_rate"?, "chunking"?}
     {"type": "append", "text": "...", "chunk"?, "request_id"?, "voice"?, "speed"?, "format"?, "sample_rate"?}
     {"type": "flush", "request_id"?}
     {"type": "cancel", "request_id"?}
@@ -35,6 +35,7 @@ from typing import Any
 from speakstream.errors import ProtocolError, SpeakstreamError
 
 MAX_REQUEST_ID = 128
+CHUNKING = ("auto", "sentences", "none")
 
 
 # Client messages
@@ -48,6 +49,8 @@ class Options:
     speed: float | None = None
     format: str | None = None
     sample_rate: int | None = None
+    chunking: str | None = None
+    """``auto`` (clause first, then sentences), ``sentences``, or ``none`` (the whole text at once)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,7 +164,12 @@ def _options(data: dict[str, Any]) -> Options:
         raise ProtocolError("format must be a string", code="invalid_format")
     if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int)):
         raise ProtocolError("sample_rate must be an integer", code="invalid_sample_rate")
-    return Options(voice=voice, speed=None if speed is None else float(speed), format=fmt, sample_rate=rate)
+    chunking = data.get("chunking")
+    if chunking is not None and chunking not in CHUNKING:
+        raise ProtocolError(f"chunking must be one of {', '.join(CHUNKING)}", code="invalid_chunking")
+    return Options(
+        voice=voice, speed=None if speed is None else float(speed), format=fmt, sample_rate=rate, chunking=chunking
+    )
 
 
 def client_message(kind: str, **fields: Any) -> str:

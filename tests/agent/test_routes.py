@@ -18,7 +18,9 @@ from speakstream.server.serve import ThreadedServer
 
 @pytest.fixture
 def agent_server() -> ThreadedServer:
-    app = create_app(ServerConfig(), engine_factory=lambda: FakeEngine(seconds_per_char=0.002), extra_routes=agent_routes())
+    app = create_app(
+        ServerConfig(), engine_factory=lambda: FakeEngine(seconds_per_char=0.002), extra_routes=agent_routes()
+    )
     server = ThreadedServer(app).start()
     yield server  # type: ignore[misc]
     server.stop()

@@ -15,7 +15,9 @@ from tests.agent.fake_llm import WORDS, fake_llm_app
 
 @pytest.fixture(scope="module")
 def fake_llm() -> Iterator[str]:
-    server = uvicorn.Server(uvicorn.Config(fake_llm_app(), host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(fake_llm_app(), host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
@@ -46,7 +48,12 @@ async def test_openai_source_skips_role_usage_and_empty_chunks(fake_llm: str) ->
 
 @pytest.mark.parametrize(
     ("model", "message"),
-    [("error-mid", "mid-stream"), ("drop", "without \\[DONE\\]"), ("http500", "HTTP 500"), ("unauthorized", "HTTP 401")],
+    [
+        ("error-mid", "mid-stream"),
+        ("drop", "without \\[DONE\\]"),
+        ("http500", "HTTP 500"),
+        ("unauthorized", "HTTP 401"),
+    ],
 )
 async def test_openai_source_errors_are_clean(fake_llm: str, model: str, message: str) -> None:
     with pytest.raises(SourceError, match=message):

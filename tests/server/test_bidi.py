@@ -242,3 +242,13 @@ async def test_word_timestamps_cover_the_audio(fake_server: ThreadedServer) -> N
         duration = len(result.audio) / 2 / 24_000
         assert words[-1]["end_s"] == pytest.approx(duration, abs=0.05)
         assert np.isclose(result.final["duration_s"], duration, atol=0.01)  # type: ignore[index]
+
+
+@pytest.mark.parametrize(("chunking", "chunks"), [("auto", 4), ("sentences", 3), ("none", 1)])
+async def test_chunking_modes(fake_server: ThreadedServer, chunking: str, chunks: int) -> None:
+    async with SpeechSession(fake_server.ws_url) as session:
+        result = await session.collect(await session.speak(REPLY, chunking=chunking))
+        assert len(result.of_type("word_timestamps")) == chunks
+        await session.speak(REPLY, chunking="paragraphs")
+        error = await next_control(session)
+        assert error.message["code"] == "invalid_chunking"

@@ -92,12 +92,13 @@ async def run_demo(
     trials: int = 5,
     voice: str | None = None,
     progress: Callable[[str], None] | None = None,
+    full_first: bool = True,
 ) -> DemoResult:
     result = DemoResult(source=make_source().name)
     for trial in range(trials):
         order = MODES if trial % 2 == 0 else tuple(reversed(MODES))
         for mode in order:
-            run = await run_mode(make_source(), channel, mode, prompt, voice=voice, full=trial == 0)
+            run = await run_mode(make_source(), channel, mode, prompt, voice=voice, full=full_first and trial == 0)
             result.runs[mode].append(run)
             if progress:
                 progress(f"trial {trial + 1}/{trials} {mode}: first audio {1000 * (run.ttfa_s or 0):.0f} ms")

@@ -233,7 +233,7 @@ def _derive(assets: Assets) -> list[str]:
 
     made: list[str] = []
     stamp = assets.derived_dir / "derived.json"
-    wanted = {"model_sha256": MODEL_SHA256, "version": 2}
+    wanted = {"model_sha256": MODEL_SHA256, "version": 3}
     current = json.loads(stamp.read_text()) if stamp.is_file() else {}
     if current == wanted and all(assets.graph(k).is_file() for k in ("fast", "timed")):
         return made

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import Any
 
@@ -219,12 +219,7 @@ class BidiSession:
             )
         if request_id is not None and request_id in self._known_ids():
             raise ProtocolError(f"request_id {request_id!r} is already in use", code="duplicate_request_id")
-        settings = self.rt.settings(
-            voice=options.voice or self.defaults.voice,
-            speed=options.speed or self.defaults.speed,
-            format=options.format or self.defaults.format,
-            sample_rate=options.sample_rate or self.defaults.sample_rate,
-        )
+        settings = self.rt.settings(**asdict(self._merged(options)))
         return self.rt.reply(self.id, request_id, settings)
 
     def _known_ids(self) -> set[str]:
@@ -261,19 +256,20 @@ class BidiSession:
         stream.end_input()
         self._stream = None
 
+    def _merged(self, options: Options) -> Options:
+        """The message's options over the session's defaults."""
+        d = self.defaults
+        return Options(
+            voice=options.voice or d.voice,
+            speed=options.speed or d.speed,
+            format=options.format or d.format,
+            sample_rate=options.sample_rate or d.sample_rate,
+            chunking=options.chunking or d.chunking,
+        )
+
     def _configure(self, options: Options) -> None:
-        merged = Options(
-            voice=options.voice or self.defaults.voice,
-            speed=options.speed or self.defaults.speed,
-            format=options.format or self.defaults.format,
-            sample_rate=options.sample_rate or self.defaults.sample_rate,
-        )
-        validate(
-            self.rt.require_scheduler(),
-            self.rt.settings(
-                voice=merged.voice, speed=merged.speed, format=merged.format, sample_rate=merged.sample_rate
-            ),
-        )
+        merged = self._merged(options)
+        validate(self.rt.require_scheduler(), self.rt.settings(**asdict(merged)))
         self.defaults = merged
 
     def _busy(self) -> bool:

@@ -118,6 +118,7 @@ async def _invocation_reply(request: Request, runtime: Runtime) -> Reply:
         speed=_number(data.get("speed"), "speed", float),
         format=data.get("format"),
         sample_rate=_number(data.get("sample_rate"), "sample_rate", int),
+        chunking=data.get("chunking"),
     )
     reply = runtime.reply(runtime.new_id("http"), _request_id(data), settings)
     reply.push(text)

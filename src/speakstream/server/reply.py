@@ -13,7 +13,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from speakstream.audio import Encoder, audio_format, open_encoder, output_rate
@@ -32,6 +32,8 @@ class ReplySettings:
     sample_rate: int | None = None
     """Output rate; None means the format's default (24 kHz, or 8 kHz for mu-law)."""
     bitrate: int | None = None
+    chunking: str = "auto"
+    """``auto``: the server's policy; ``sentences``: whole sentences only; ``none``: one chunk."""
 
 
 @dataclass(slots=True)
@@ -95,7 +97,7 @@ class Reply:
         self.fmt = audio_format(settings.format)
         self.sample_rate = output_rate(self.fmt, settings.sample_rate)
         self.stats = ReplyStats()
-        self._chunker = IncrementalSentenceChunker(policy)
+        self._chunker = chunker_for(settings.chunking, policy or ChunkPolicy())
         self._texts: deque[str] = deque()
         self._text_ready = asyncio.Event()
         self._ended = False
@@ -207,6 +209,33 @@ class Reply:
             self.stats.first_audio_at = time.perf_counter()
         self.stats.audio_bytes += len(data)
         return data
+
+
+class WholeText:
+    """The chunker of ``chunking: none``: the text is spoken as one piece."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+
+    def feed(self, fragment: str) -> list[str]:
+        self._parts.append(fragment)
+        return []
+
+    def cut(self) -> list[str]:
+        text, self._parts = "".join(self._parts).strip(), []
+        return [text] if text else []
+
+    flush_all = cut
+
+
+def chunker_for(chunking: str, policy: ChunkPolicy) -> IncrementalSentenceChunker | WholeText:
+    if chunking == "none":
+        return WholeText()
+    if chunking == "sentences":
+        return IncrementalSentenceChunker(replace(policy, first_clause=False, schedule=()))
+    if chunking == "auto":
+        return IncrementalSentenceChunker(policy)
+    raise InvalidInput(f"chunking must be auto, sentences or none, not {chunking!r}", code="invalid_chunking")
 
 
 def validate(scheduler: Scheduler, settings: ReplySettings) -> ReplySettings:

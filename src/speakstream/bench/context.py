@@ -1,0 +1,64 @@
+"""What every experiment gets: the server to talk to, a local engine, the mode, a progress line."""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from speakstream.engine.kokoro import KokoroEngine
+
+
+@dataclass(slots=True)
+class BenchContext:
+    out: Path
+    quick: bool
+    ws_url: str
+    http_url: str
+    engine_source: Callable[[], KokoroEngine]
+    """The engine the in-process server uses, or a fresh local one for ``--server``."""
+    runtime: Any = None
+    """The in-process server's runtime (None with ``--server``): lets experiments toggle it."""
+    say: Callable[[str], None] = print
+    device: dict[str, Any] = field(default_factory=dict)
+
+    def trials(self, full: int, quick: int = 1) -> int:
+        return quick if self.quick else full
+
+
+class EngineHolder:
+    """Loads the local engine once, on first use."""
+
+    def __init__(self, engine: KokoroEngine | None = None) -> None:
+        self._engine = engine
+
+    def __call__(self) -> KokoroEngine:
+        if self._engine is None:
+            self._engine = KokoroEngine()
+        return self._engine
+
+
+def device_info(engine: KokoroEngine | None = None) -> dict[str, Any]:
+    import onnxruntime
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    info: dict[str, Any] = {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "onnxruntime": onnxruntime.__version__,
+        "available_providers": onnxruntime.get_available_providers(),
+    }
+    if engine is not None:
+        info["providers"] = engine.providers
+        info["device"] = engine.device
+        info["graph"] = engine.config.graph
+    return info

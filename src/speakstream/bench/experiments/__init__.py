@@ -1,0 +1,22 @@
+"""One module per experiment: ``NAME``, ``TITLE``, ``async run(ctx) -> dict``, ``markdown(result)``
+and optionally ``plots(result, out_dir) -> list[str]``."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from speakstream.bench.experiments import (
+    accuracy,
+    agent,
+    concurrency,
+    engine,
+    formats,
+    isolated,
+    peers,
+    stalls,
+    text,
+)
+
+EXPERIMENTS: dict[str, ModuleType] = {
+    m.NAME: m for m in (engine, accuracy, text, isolated, agent, stalls, formats, concurrency, peers)
+}

@@ -1,0 +1,55 @@
+"""results.json, report.md, and the README's Performance section, all from one run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from speakstream.bench.tables import table
+
+START, END = "<!-- performance:start -->", "<!-- performance:end -->"
+
+
+def write(out: Path, run: dict[str, Any], modules: dict[str, ModuleType], images: dict[str, str]) -> Path:
+    (out / "results.json").write_text(json.dumps(run, indent=2, default=str) + "\n", encoding="utf-8")
+    path = out / "report.md"
+    path.write_text(render(run, modules, images, image_dir=""), encoding="utf-8")
+    return path
+
+
+def render(run: dict[str, Any], modules: dict[str, ModuleType], images: dict[str, str], image_dir: str) -> str:
+    device = run["device"]
+    lines = [
+        f"Measured with `{run['command']}` on {run['date']}: {device.get('cpu')}, {device.get('cores')} cores, "
+        f"onnxruntime {device.get('onnxruntime')} on {', '.join(device.get('providers', []))} "
+        f"(device: {device.get('device')}, graph: {device.get('graph')}){' (--quick)' if run['quick'] else ''}. "
+        f"Every figure below comes from that one run; side-by-side numbers were measured interleaved.\n",
+        table(["experiment", "seconds"], [[n, run["seconds"][n]] for n in run["experiments"]]),
+    ]
+    for name, result in run["experiments"].items():
+        module = modules[name]
+        lines.append(f"\n### {module.TITLE}\n")
+        if "error" in result:
+            lines.append(f"Failed: {result['error']}\n")
+            continue
+        lines.append(module.markdown(result))
+    for title, key in (
+        ("Agent timeline (bidi above, batch below)", "timeline"),
+        ("Time to first audio", "ttfa"),
+        ("Concurrency", "concurrency"),
+    ):
+        if key in images:
+            lines.append(f"\n![{title}]({os.path.join(image_dir, images[key]) if image_dir else images[key]})\n")
+    return "\n".join(lines)
+
+
+def update_readme(readme: Path, report: str) -> None:
+    text = readme.read_text(encoding="utf-8")
+    if START not in text or END not in text:
+        raise ValueError(f"{readme} has no {START} ... {END} markers")
+    pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
+    readme.write_text(pattern.sub(lambda _: f"{START}\n{report}\n{END}", text), encoding="utf-8")

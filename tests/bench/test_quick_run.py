@@ -1,0 +1,29 @@
+"""`speakstream bench --quick` completes and its report holds every experiment (no thresholds)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from speakstream.bench.experiments import EXPERIMENTS
+
+pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.asr, pytest.mark.llm]
+
+
+def test_quick_bench_completes(tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    subprocess.run(
+        [sys.executable, "-m", "speakstream", "bench", "--quick", "--out", str(out)], check=True, timeout=600
+    )
+    results = json.loads((out / "results.json").read_text())
+    assert set(results["experiments"]) == set(EXPERIMENTS)
+    assert not [name for name, r in results["experiments"].items() if "error" in r]
+    report = (out / "report.md").read_text()
+    for module in EXPERIMENTS.values():
+        assert f"### {module.TITLE}" in report
+    for plot in ("timeline.png", "ttfa.png", "concurrency.png"):
+        assert (out / plot).stat().st_size > 10_000
+        assert f"]({plot})" in report
+    assert results["device"]["cores"] >= 1 and results["device"]["providers"]
