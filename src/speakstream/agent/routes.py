@@ -18,13 +18,14 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from speakstream.agent.events import AgentEvent, AudioChunkEvent
 from speakstream.agent.sources import LlamaCppServer, OpenAISource, ReplaySource, TextSource
 from speakstream.agent.voice_agent import MODES, VoiceAgent
+from speakstream.data import replies
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import sse_event
 from speakstream.server.http import error_response, json_body, runtime_of
@@ -92,7 +93,15 @@ def agent_routes(sources: SourceFactory = replay_from_request) -> list[BaseRoute
     async def agent_ws(websocket: WebSocket) -> None:
         await AgentSocket(websocket, runtime_of(websocket), sources).run()  # type: ignore[arg-type]
 
-    return [Route("/agent", agent_sse, methods=["POST"]), WebSocketRoute("/agent/ws", agent_ws)]
+    async def replay_replies(_: Request) -> Response:
+        rows = [{"id": key, "kind": r["kind"], "text": r["text"]} for key, r in replies().items()]
+        return JSONResponse({"replies": rows, "default": "long"})
+
+    return [
+        Route("/agent", agent_sse, methods=["POST"]),
+        Route("/agent/replies", replay_replies),
+        WebSocketRoute("/agent/ws", agent_ws),
+    ]
 
 
 async def _sse(channel: LoopbackChannel, agent: VoiceAgent, prompt: str) -> AsyncIterator[bytes]:

@@ -1,0 +1,81 @@
+"""The page in headless Chromium: speak a reply, hear it scheduled without underruns, barge in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from speakstream.agent.routes import agent_routes
+from speakstream.config import ServerConfig
+from speakstream.engine.kokoro import KokoroEngine
+from speakstream.server.app import create_app
+from speakstream.server.serve import ThreadedServer
+from speakstream.web import web_routes
+from tests.web.browser import LAUNCH_ARGS, chromium
+
+pytestmark = [pytest.mark.browser, pytest.mark.model, pytest.mark.slow]
+SCREENSHOT = Path(__file__).parents[2] / "docs" / "web-page.png"
+
+
+@pytest.fixture(scope="module")
+def page_server(kokoro: KokoroEngine) -> Iterator[ThreadedServer]:
+    app = create_app(ServerConfig(), engine_factory=lambda: kokoro, extra_routes=[*agent_routes(), *web_routes()])
+    with ThreadedServer(app) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    path, reason = chromium()
+    if path is None:
+        pytest.skip(f"no browser can be installed here: {reason}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=path, args=LAUNCH_ARGS)
+        yield launched
+        launched.close()
+
+
+def test_page_speaks_plays_and_stops(page_server: ThreadedServer, browser: Any) -> None:
+    page = browser.new_page(viewport={"width": 1280, "height": 760})
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.goto(page_server.url + "/")
+    page.wait_for_function("document.querySelector('[data-testid=voice]').options.length === 54")
+    for testid in ("text", "voice", "mode", "speak", "stop", "status"):
+        assert page.locator(f"[data-testid={testid}]").count() == 1
+    page.select_option("[data-testid=mode]", "bidi")
+    page.select_option("[data-testid=reply]", "weather")
+    page.click("[data-testid=speak]")
+    page.wait_for_function("window.speakstreamStats.state === 'done'", timeout=120_000)
+    stats = page.evaluate("window.speakstreamStats")
+    assert stats["firstAudioMs"] > 0
+    assert stats["scheduledSeconds"] > 5
+    assert stats["underruns"] == 0
+    assert stats["chunks"] >= 3
+    assert page.locator("#transcript .word").count() > 20
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+    page.select_option("[data-testid=reply]", "long")
+    page.click("[data-testid=speak]")
+    page.wait_for_function("window.speakstreamStats.scheduledSeconds > 2", timeout=120_000)
+    page.click("[data-testid=stop]")
+    stopped = page.evaluate("window.speakstreamStats")
+    assert stopped["state"] == "stopped"
+    assert stopped["stopLatencyMs"] < 100
+    page.wait_for_timeout(500)
+    assert page.evaluate("window.speakstreamStats.scheduledSeconds") == stopped["scheduledSeconds"]  # nothing after
+
+    page.select_option("[data-testid=mode]", "text")
+    page.fill("[data-testid=text]", "Thanks for waiting, I found your booking.")
+    page.click("[data-testid=speak]")
+    page.wait_for_function("window.speakstreamStats.state === 'done'", timeout=120_000)
+    assert page.evaluate("window.speakstreamStats.scheduledSeconds") > 1.5
+    assert problems == []
+    page.close()
