@@ -68,6 +68,7 @@ class Scheduler:
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="speakstream-engine")
         self._tasks: list[asyncio.Task[None]] = []
         self._running: set[Job] = set()
+        self._reserved = 0
 
     @property
     def queued(self) -> int:
@@ -76,6 +77,19 @@ class Scheduler:
     @property
     def running(self) -> int:
         return len(self._running)
+
+    @property
+    def reserved(self) -> int:
+        return self._reserved
+
+    def reserve(self, slots: int) -> None:
+        """Admission: room for a reply's chunks in flight, or a retryable ``Overloaded``."""
+        if self._reserved + slots > self.max_queue:
+            raise Overloaded(f"the server is at its limit of {self.max_queue} queued chunks; retry shortly")
+        self._reserved += slots
+
+    def release(self, slots: int) -> None:
+        self._reserved = max(0, self._reserved - slots)
 
     async def start(self) -> None:
         self._tasks = [asyncio.create_task(self._work(), name=f"engine-worker-{i}") for i in range(self.workers)]

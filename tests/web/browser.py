@@ -9,8 +9,14 @@ from pathlib import Path
 
 CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 LAUNCH_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--autoplay-policy=no-user-gesture-required",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--autoplay-policy=no-user-gesture-required",
 ]
 
 
@@ -24,8 +30,9 @@ def chromium() -> tuple[str | None, str]:
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     try:
         subprocess.run(["apt-get", "update", "-qq"], check=True, capture_output=True, timeout=300, env=env)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True, capture_output=True,
-                       timeout=600, env=env)
+        subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "chromium"], check=True, capture_output=True, timeout=600, env=env
+        )
     except (subprocess.SubprocessError, OSError) as exc:
         return None, f"installing Debian's chromium failed: {exc}"
     return ("/usr/bin/chromium", "installed") if Path("/usr/bin/chromium").exists() else (None, "not installed")

@@ -26,11 +26,15 @@ class RawEncoder:
         self.kind = kind
         self._resampler = StreamResampler(in_rate, out_rate)
         self._header = wav_header(out_rate) if kind == "wav" else b""
+        self._closed = False
 
     def encode(self, samples: NDArray[np.float32]) -> bytes:
         return self._take(self._resampler.process(samples))
 
     def close(self) -> bytes:
+        if self._closed:
+            return b""
+        self._closed = True
         return self._take(self._resampler.flush())
 
     def _take(self, samples: NDArray[np.float32]) -> bytes:

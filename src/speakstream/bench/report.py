@@ -47,9 +47,10 @@ def render(run: dict[str, Any], modules: dict[str, ModuleType], images: dict[str
     return "\n".join(lines)
 
 
-def update_readme(readme: Path, report: str) -> None:
+def update_readme(readme: Path, report: str, *, start: str = START, end: str = END) -> None:
+    """Replace what lies between the ``start`` and ``end`` markers of ``readme`` with ``report``."""
     text = readme.read_text(encoding="utf-8")
-    if START not in text or END not in text:
-        raise ValueError(f"{readme} has no {START} ... {END} markers")
-    pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
-    readme.write_text(pattern.sub(lambda _: f"{START}\n{report}\n{END}", text), encoding="utf-8")
+    if start not in text or end not in text:
+        raise ValueError(f"{readme} has no {start} ... {end} markers")
+    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.DOTALL)
+    readme.write_text(pattern.sub(lambda _: f"{start}\n{report}\n{end}", text), encoding="utf-8")

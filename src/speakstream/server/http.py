@@ -88,6 +88,7 @@ async def invocations(request: Request) -> Response:
     runtime = runtime_of(request)
     try:
         reply = await _invocation_reply(request, runtime)
+        reply.admit()
     except SpeakstreamError as exc:
         return error_response(exc, runtime)
     runtime.metrics.requests.labels("http").inc()

@@ -32,6 +32,7 @@ async def speech(request: Request) -> Response:
     runtime = runtime_of(request)
     try:
         reply, stream_format = await _speech_reply(request, runtime)
+        reply.admit()
     except SpeakstreamError as exc:
         return error_response(exc, runtime)
     runtime.metrics.requests.labels("openai").inc()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
@@ -18,7 +19,7 @@ from typing import Any
 
 from speakstream.audio import Encoder, audio_format, open_encoder, output_rate
 from speakstream.engine.base import check_speed
-from speakstream.errors import InvalidInput
+from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.scheduler import Job, Scheduler
 from speakstream.text import ChunkPolicy, IncrementalSentenceChunker
 from speakstream.types import WordTimestamp
@@ -104,6 +105,7 @@ class Reply:
         self._received = 0
         self._max_text_chars = max_text_chars
         self._lookahead = lookahead
+        self._release: weakref.finalize[Any, Any] | None = None
         self.texts: list[str] = []
         """Every chunk spoken so far, in order."""
 
@@ -113,6 +115,18 @@ class Reply:
         reply.push(text)
         reply.end_input()
         return reply
+
+    def admit(self) -> None:
+        """Reserve room at the scheduler for this reply's chunks in flight (``Overloaded`` when
+        the server is full). Idempotent; released when the reply ends, or is dropped unplayed."""
+        if self._release is None:
+            slots = self._lookahead + 1
+            self.scheduler.reserve(slots)
+            self._release = weakref.finalize(self, self.scheduler.release, slots)
+
+    def release(self) -> None:
+        if self._release is not None:
+            self._release()
 
     @property
     def input_ended(self) -> bool:
@@ -145,12 +159,15 @@ class Reply:
 
     async def outputs(self) -> AsyncIterator[ChunkOut]:
         """Encoded audio chunk by chunk; the last item holds the encoder's tail (no words)."""
+        self.admit()
         encoder = open_encoder(self.fmt.name, output_rate_hz=self.sample_rate, bitrate=self.settings.bitrate)
-        jobs: asyncio.Queue[Job | None] = asyncio.Queue(maxsize=self._lookahead)
+        jobs: asyncio.Queue[Job | SpeakstreamError | None] = asyncio.Queue(maxsize=self._lookahead)
         submitter = asyncio.create_task(self._submit(jobs), name=f"submit-{self.request_id}")
         try:
             sequence = 0
             while (job := await jobs.get()) is not None:
+                if isinstance(job, SpeakstreamError):
+                    raise job
                 yield await self._encode(encoder, job, sequence)
                 sequence += 1
             if self.stats.chunks == 0:
@@ -163,8 +180,11 @@ class Reply:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await submitter
             self.scheduler.cancel(self.session_id, self.request_id)
+            with contextlib.suppress(Exception):  # a reply cut short still releases its codec
+                encoder.close()
+            self.release()
 
-    async def _submit(self, jobs: asyncio.Queue[Job | None]) -> None:
+    async def _submit(self, jobs: asyncio.Queue[Job | SpeakstreamError | None]) -> None:
         index = 0
         while True:
             while not self._texts and not self._ended:
@@ -174,9 +194,13 @@ class Reply:
                 break
             text = self._texts.popleft()
             self.texts.append(text)
-            job = self.scheduler.submit(
-                self.session_id, self.request_id, index, text, voice=self.settings.voice, speed=self.settings.speed
-            )
+            try:
+                job = self.scheduler.submit(
+                    self.session_id, self.request_id, index, text, voice=self.settings.voice, speed=self.settings.speed
+                )
+            except SpeakstreamError as exc:  # e.g. the queue is full: the reply fails with it
+                await jobs.put(exc)
+                return
             index += 1
             await jobs.put(job)
         await jobs.put(None)

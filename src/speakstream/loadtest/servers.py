@@ -1,0 +1,53 @@
+"""In-process servers with a fake engine, for suites that need faults or small limits."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from speakstream.config import ServerConfig
+from speakstream.engine.fake import FakeEngine
+from speakstream.server.app import create_app
+from speakstream.server.serve import ThreadedServer
+
+
+def fake_server(engine: FakeEngine | None = None, **config: Any) -> ThreadedServer:
+    app = create_app(ServerConfig(**config), engine_factory=lambda: engine or FakeEngine(seconds_per_char=0.002))
+    return ThreadedServer(app).start()
+
+
+def own_rss_mb() -> float:
+    status = Path("/proc/self/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))) / 1024
+
+
+def own_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def server_counts(server: ThreadedServer) -> dict[str, int]:
+    """Tasks, sessions and queued chunks, read on the server's own loop."""
+    runtime = server.runtime
+
+    async def read() -> dict[str, int]:
+        return {
+            "tasks": len(asyncio.all_tasks()),
+            "sessions": len(runtime.sessions),
+            "queued": runtime.scheduler.queued if runtime.scheduler else 0,
+        }
+
+    assert runtime.loop is not None
+    return asyncio.run_coroutine_threadsafe(read(), runtime.loop).result(timeout=10)
+
+
+async def settled(server: ThreadedServer, tasks: int, timeout: float = 15.0) -> dict[str, int]:
+    """The server's counts once it is back to ``tasks`` tasks and no sessions (or at timeout)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        counts = await asyncio.to_thread(server_counts, server)
+        if (counts["tasks"] <= tasks and counts["sessions"] == 0) or loop.time() > deadline:
+            return counts
+        await asyncio.sleep(0.05)

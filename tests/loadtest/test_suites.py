@@ -1,0 +1,83 @@
+"""The reliability suites in their bounded CI form (the full sizes run with `make test-full`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from speakstream.engine.fake import FakeEngine
+from speakstream.loadtest import faults, fuzz, load, overload, soak
+from speakstream.loadtest.servers import fake_server
+
+
+async def test_sixteen_sessions_each_get_exactly_their_own_audio() -> None:
+    server = fake_server(FakeEngine(seconds_per_char=0.0005), max_sessions=32)
+    try:
+        results = await load.run_load(server.ws_url, [1, 4, 16], turns=2)
+    finally:
+        server.stop()
+    for level in results:
+        assert level["held"] == level["sessions"]
+        assert level["errors"] == 0 and level["foreign"] == 0
+        assert level["requests"] == 2 * level["sessions"]
+
+
+async def test_overload_is_refused_fast_and_the_server_recovers() -> None:
+    result = await overload.run_overload()
+    assert result["refused"] == "20/20"
+    assert result["refusal_codes"] == ["overloaded (retryable=True)"]
+    assert result["refusal_ms"]["p95"] < 1000
+    assert result["http_503_with_retry_after"] >= 1
+    assert result["recovered"] is True
+
+
+async def test_engine_failure_fails_one_request_only() -> None:
+    result = await faults.engine_failure()
+    assert result == {
+        "error_frame": "engine_error (retryable=True)",
+        "same_session_continues": True,
+        "other_session_unaffected": True,
+    }
+
+
+async def test_a_client_that_stops_reading_is_dropped() -> None:
+    result = await faults.slow_reader(send_timeout_s=1.0)
+    assert result["others_unaffected"] is True
+    assert result["dropped_after_s"] < 10
+    assert result["memory_growth_mb"] < 50
+
+
+async def test_clients_vanishing_leave_nothing_behind() -> None:
+    result = await faults.vanishing_clients(30)
+    assert result["clean"] is True
+
+
+@pytest.mark.slow
+async def test_sigterm_mid_reply_closes_sessions_with_a_reason() -> None:
+    result = await faults.sigterm_mid_reply(grace_s=5.0)
+    assert result["error_frame"] is True
+    assert result["close_code"] == 1001 and result["close_reason"] == "server shutting down"
+    assert result["exit_s"] < result["grace_s"] + 2
+
+
+@pytest.mark.slow
+async def test_soak_stays_flat() -> None:
+    result = await soak.run_soak(messages=300, sessions=60)
+    assert result["messages"]["flat"] and result["sessions"]["flat"], result
+
+
+@pytest.mark.full
+async def test_full_soak() -> None:
+    result = await soak.run_soak(messages=2000, sessions=500)
+    assert result["messages"]["flat"] and result["sessions"]["flat"], result
+
+
+async def test_hostile_frames_never_crash_a_live_session() -> None:
+    result = await fuzz.run_fuzz(frames=300)
+    assert result["bad_inputs"].startswith(f"{len(fuzz.BAD_INPUTS)}/{len(fuzz.BAD_INPUTS)}")
+    assert result["session_usable_after"] and result["server_healthy_after"]
+
+
+@pytest.mark.full
+async def test_full_fuzz() -> None:
+    result = await fuzz.run_fuzz(frames=3000, seed=11)
+    assert result["session_usable_after"] and result["server_healthy_after"]
