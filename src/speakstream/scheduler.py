@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from speakstream.engine.base import CancelToken, Engine
+from speakstream.engine.base import CancelToken, Engine, SynthesisCancelled
 from speakstream.errors import EngineError, Overloaded, SpeakstreamError
 from speakstream.types import AudioChunk
 
@@ -123,6 +123,7 @@ class Scheduler:
         for job in self._running:
             if job.session_id == session_id and request_id in (None, job.request_id):
                 job.token.cancel()
+                job.future.cancel()
         queue = self._queues.get(session_id)
         if not queue:
             return 0
@@ -190,7 +191,9 @@ class Scheduler:
             self._on_done(job, chunk)
         if job.future.done():
             return
-        if error is not None:
+        if isinstance(error, SynthesisCancelled):
+            job.future.cancel()
+        elif error is not None:
             job.future.set_exception(error)
         elif chunk is not None:
             job.future.set_result(chunk)

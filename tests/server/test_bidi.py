@@ -207,15 +207,30 @@ async def test_client_vanishing_mid_synthesis_leaves_nothing_behind() -> None:
         server.stop()
 
 
-async def test_idle_sessions_are_closed() -> None:
+async def test_idle_sessions_are_closed_with_a_reason() -> None:
     server = start_server(FakeEngine(), idle_timeout_s=0.3)
     try:
-        async with SpeechSession(server.ws_url) as session:
-            await asyncio.sleep(0.8)
-            with pytest.raises(SpeakstreamError, match="closed"):
-                await asyncio.wait_for(session.receive(), 5)
+        async with websockets.connect(server.ws_url) as ws:
+            await ws.recv()
+            with pytest.raises(websockets.exceptions.ConnectionClosedOK):
+                await asyncio.wait_for(ws.recv(), 5)
+            assert (ws.close_code, ws.close_reason) == (1000, "idle timeout")
     finally:
         server.stop()
+
+
+async def test_close_message_ends_the_session_cleanly(fake_server: ThreadedServer) -> None:
+    async with websockets.connect(fake_server.ws_url) as ws:
+        await ws.recv()
+        await ws.send(json.dumps({"type": "text", "text": REPLY}))
+        await ws.send(json.dumps({"type": "close"}))
+        async def read_all() -> None:
+            while True:
+                await asyncio.wait_for(ws.recv(), 5)
+
+        with pytest.raises(websockets.exceptions.ConnectionClosedOK):
+            await read_all()
+        assert (ws.close_code, ws.close_reason) == (1000, "closed by client")
 
 
 async def test_sessions_over_the_limit_are_refused_fast_and_retryably() -> None:

@@ -110,7 +110,10 @@ class BidiSession:
         ]
         try:
             await self._put(self._hello())
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            reader, writer = tasks[0], tasks[2]
+            if reader in done and not reader.cancelled() and reader.exception() is None and reader.result():
+                await asyncio.wait([writer], timeout=self.config.send_timeout_s)  # let the close frame out
         finally:
             await self._teardown(tasks)
 
@@ -125,16 +128,16 @@ class BidiSession:
             self.rt.scheduler.cancel(self.id)
         self.rt.sessions.discard(self)
         self.rt.metrics.active_sessions.dec()
-        with contextlib.suppress(Exception):  # the peer may be gone: nothing left to tell it
-            await self.ws.close(1000)
+        with contextlib.suppress(Exception):  # the peer may be gone or stuck: nothing left to tell it
+            await asyncio.wait_for(self.ws.close(1000), 1.0)
         self._move(SessionState.CLOSED)
 
     async def _refuse(self, error: SpeakstreamError) -> None:
         self.rt.error(error)
         await self.ws.accept()
         with contextlib.suppress(Exception):
-            await self.ws.send_text(encode_server_message(ErrorMessage.of(error)))
-            await self.ws.close(1013, "try again later")
+            await asyncio.wait_for(self.ws.send_text(encode_server_message(ErrorMessage.of(error))), 1.0)
+            await asyncio.wait_for(self.ws.close(1013, "try again later"), 1.0)
         self._move(SessionState.CLOSED)
 
     async def shutdown(self, reason: str) -> None:
@@ -161,7 +164,8 @@ class BidiSession:
 
     # Reader
 
-    async def _read(self) -> None:
+    async def _read(self) -> bool:
+        """Read until the session ends; True when it asked the writer to close (a graceful end)."""
         while self.state is SessionState.OPEN:
             try:
                 message = await asyncio.wait_for(self.ws.receive(), self.config.idle_timeout_s)
@@ -169,16 +173,17 @@ class BidiSession:
                 if self._busy():
                     continue
                 await self._put(Outgoing(close=(1000, "idle timeout")), control=True)
-                return
+                return True
             except WebSocketDisconnect:
-                return
+                return False
             if message["type"] == "websocket.disconnect":
-                return
+                return False
             frame = message.get("text") if message.get("text") is not None else message.get("bytes")
             if frame is None:
                 continue
             if await self._handle_frame(frame):
-                return
+                return True
+        return False
 
     async def _handle_frame(self, frame: str | bytes) -> bool:
         """Act on one frame; True when the session should end."""
@@ -397,7 +402,7 @@ class BidiSession:
                 self._sent.pop(item.finishes, None)
             if item.close is not None:
                 with contextlib.suppress(Exception):
-                    await self.ws.close(*item.close)
+                    await asyncio.wait_for(self.ws.close(*item.close), self.config.send_timeout_s)
                 return
 
     async def _send(self, payload: str | bytes) -> None:
