@@ -9,9 +9,9 @@ from speakstream.agent.sources import OpenAISource, ReplaySource
 from speakstream.agent.voice_agent import VoiceAgent
 from speakstream.client import SpeechSession
 from speakstream.engine.fake import FakeEngine
+from speakstream.loadtest.servers import server_counts, settled
 from speakstream.server.serve import ThreadedServer
 from tests.conftest import start_server
-from tests.server.helpers import server_state, settle
 
 FAST = ReplaySource(reply_id="long", ttft_s=0.02, tokens_per_s=400.0)
 
@@ -41,7 +41,7 @@ async def test_events_come_in_order_and_complete(fake_server: ThreadedServer, mo
 async def test_barge_in_stops_everything() -> None:
     server = start_server(FakeEngine(seconds_per_char=0.003))
     try:
-        baseline = (await asyncio.to_thread(server_state, server))["tasks"]
+        baseline = (await asyncio.to_thread(server_counts, server))["tasks"]
         async with SpeechSession(server.ws_url) as session:
             agent = VoiceAgent(ReplaySource(reply_id="long", ttft_s=0.02, tokens_per_s=100.0), session)
             events = []
@@ -60,7 +60,7 @@ async def test_barge_in_stops_everything() -> None:
             # the session is clean and usable: the next turn speaks normally
             events2 = [e async for e in VoiceAgent(FAST, session).run("Again")]
             assert isinstance(events2[-1], AgentDone) and events2[-1].interrupted is None
-        state = await settle(server, baseline)
+        state = await settled(server, baseline)
         assert state == {"tasks": baseline, "sessions": 0, "queued": 0}
     finally:
         server.stop()

@@ -13,10 +13,12 @@ from speakstream.client import AudioEvent, ControlEvent, SpeechSession
 from speakstream.engine.base import CancelToken
 from speakstream.engine.fake import FakeEngine
 from speakstream.errors import SpeakstreamError
+from speakstream.loadtest.fuzz import BAD_INPUTS
+from speakstream.loadtest.servers import server_counts, settled
 from speakstream.server.serve import ThreadedServer
 from speakstream.types import AudioChunk
 from tests.conftest import start_server
-from tests.server.helpers import drain_until, next_control, server_state, settle
+from tests.server.helpers import drain_until, next_control
 
 REPLY = "Thanks for waiting, I found your booking. Your flight leaves tomorrow. Is there anything else?"
 
@@ -67,24 +69,6 @@ async def test_audio_beginning_with_a_brace_is_still_audio() -> None:
             assert result.final is not None and result.final["audio_bytes"] == len(result.audio)
     finally:
         server.stop()
-
-
-BAD_INPUTS = [
-    ('{"type": "text", "text": ""}', "empty_text"),
-    ('{"type": "text", "text": "   \\n "}', "empty_text"),
-    (b'\xc3\x28{"type": "text"}', "invalid_utf8"),
-    ("hello?", "invalid_json"),
-    ('["text", "hi"]', "invalid_message"),
-    ('{"type": "sing", "text": "hi"}', "unknown_type"),
-    ('{"type": "text", "text": "hi", "voice": "xx_nobody"}', "unknown_voice"),
-    ('{"type": "text", "text": "hi", "speed": 9}', "invalid_speed"),
-    ('{"type": "text", "text": "hi", "format": "wma"}', "invalid_format"),
-    ('{"type": "text", "text": "' + "a" * 20_001 + '"}', "text_too_long"),
-    ('{"type": "text", "text": "' + "b" * 70_000 + '"}', "frame_too_large"),
-    ('{"type": "flush"}', "nothing_to_flush"),
-    ('{"type": "cancel", "request_id": "nope"}', "unknown_request"),
-    ('{"type": "config", "voice": "xx_nobody"}', "unknown_voice"),
-]
 
 
 async def test_every_bad_input_gets_an_error_and_the_session_goes_on(fake_server: ThreadedServer) -> None:
@@ -194,14 +178,14 @@ async def test_config_sets_session_defaults(fake_server: ThreadedServer) -> None
 async def test_client_vanishing_mid_synthesis_leaves_nothing_behind() -> None:
     server = start_server(FakeEngine(seconds_per_char=0.003))
     try:
-        baseline = (await asyncio.to_thread(server_state, server))["tasks"]
+        baseline = (await asyncio.to_thread(server_counts, server))["tasks"]
         for _ in range(5):
             ws = await websockets.connect(server.ws_url)
             await ws.recv()
             await ws.send(json.dumps({"type": "text", "text": " ".join([REPLY] * 3)}))
             await ws.recv()  # synthesis_start
             ws.transport.abort()  # vanish without a close frame
-        state = await settle(server, baseline)
+        state = await settled(server, baseline)
         assert state == {"tasks": baseline, "sessions": 0, "queued": 0}
     finally:
         server.stop()
@@ -224,6 +208,7 @@ async def test_close_message_ends_the_session_cleanly(fake_server: ThreadedServe
         await ws.recv()
         await ws.send(json.dumps({"type": "text", "text": REPLY}))
         await ws.send(json.dumps({"type": "close"}))
+
         async def read_all() -> None:
             while True:
                 await asyncio.wait_for(ws.recv(), 5)

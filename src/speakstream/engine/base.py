@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
-from speakstream.engine.voices import VoiceInfo
+from speakstream.engine.voices import VoiceBank, VoiceInfo
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.types import AudioChunk
 
@@ -82,3 +82,19 @@ def check_text(text: object) -> str:
     if not text.strip():
         raise InvalidInput("text is empty", code="empty_text")
     return text
+
+
+class VoiceBankEngine:
+    """What every engine over a ``VoiceBank`` shares: the catalogue and the input checks."""
+
+    voice_bank: VoiceBank
+
+    def voices(self) -> list[VoiceInfo]:
+        return self.voice_bank.catalogue()
+
+    def check_voice(self, voice: str) -> VoiceInfo:
+        return self.voice_bank.info(voice)
+
+    def checked(self, text: object, voice: str, speed: object) -> tuple[str, float, VoiceInfo]:
+        """The text, speed and voice of a request, or the ``InvalidInput`` that explains why not."""
+        return check_text(text), check_speed(speed), self.check_voice(voice)

@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from speakstream.engine.base import CancelToken, check_speed, check_text
-from speakstream.engine.voices import VoiceBank, VoiceInfo
+from speakstream.engine.base import CancelToken, VoiceBankEngine
+from speakstream.engine.voices import VoiceBank
 from speakstream.errors import EngineError
 from speakstream.types import SAMPLE_RATE, AudioChunk, SynthesisTimings, WordTimestamp
 
@@ -29,7 +29,7 @@ KOKORO_VOICES = (
 _WORD = re.compile(r"\w[\w'.-]*")
 
 
-class FakeEngine:
+class FakeEngine(VoiceBankEngine):
     """Deterministic tone 'speech'; ``seconds_per_char`` of compute simulates a real engine."""
 
     sample_rate = SAMPLE_RATE
@@ -48,18 +48,10 @@ class FakeEngine:
         self.calls: list[str] = []
         self.voice_bank = VoiceBank({name: np.zeros((510, 256), np.float32) for name in KOKORO_VOICES})
 
-    def voices(self) -> list[VoiceInfo]:
-        return self.voice_bank.catalogue()
-
-    def check_voice(self, voice: str) -> VoiceInfo:
-        return self.voice_bank.info(voice)
-
     def synthesize(
         self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
     ) -> AudioChunk:
-        text = check_text(text)
-        speed = check_speed(speed)
-        self.check_voice(voice)
+        text, speed, _ = self.checked(text, voice, speed)
         self.calls.append(text)
         if self.fail_when and self.fail_when(text):
             raise EngineError(f"injected failure for {text[:30]!r}")

@@ -13,10 +13,10 @@ from numpy.typing import NDArray
 
 from speakstream.engine.assets import Assets, locate
 from speakstream.engine.audio_edges import EdgePolicy, trim_edges
-from speakstream.engine.base import CancelToken, SynthesisCancelled, check_speed, check_text
+from speakstream.engine.base import CancelToken, SynthesisCancelled, VoiceBankEngine
 from speakstream.engine.normalize import normalize
 from speakstream.engine.phonemes import Phonemized, Phonemizer, windows
-from speakstream.engine.voices import VoiceBank, VoiceInfo
+from speakstream.engine.voices import VoiceBank
 from speakstream.errors import EngineError, InvalidInput
 from speakstream.types import SAMPLE_RATE, AudioChunk, SynthesisTimings, WordTimestamp
 
@@ -56,7 +56,7 @@ def pick_providers(requested: tuple[str, ...] | None = None) -> list[str]:
     return ["CPUExecutionProvider"]
 
 
-class KokoroEngine:
+class KokoroEngine(VoiceBankEngine):
     """Kokoro-82M: text -> 24 kHz mono speech with word timestamps from the model's durations."""
 
     sample_rate = SAMPLE_RATE
@@ -80,18 +80,10 @@ class KokoroEngine:
         self.device = "cuda" if "CUDAExecutionProvider" in self.providers else "cpu"
         self._has_durations = len(self.session.get_outputs()) > 1
 
-    def voices(self) -> list[VoiceInfo]:
-        return self.voice_bank.catalogue()
-
-    def check_voice(self, voice: str) -> VoiceInfo:
-        return self.voice_bank.info(voice)
-
     def synthesize(
         self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
     ) -> AudioChunk:
-        text = check_text(text)
-        speed = check_speed(speed)
-        info = self.check_voice(voice)
+        text, speed, info = self.checked(text, voice, speed)
         started = time.perf_counter()
         phonemized = self.phonemizer.phonemize(normalize(text), british=info.british)
         phonemized_at = time.perf_counter()

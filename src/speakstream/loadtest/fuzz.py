@@ -29,7 +29,10 @@ BAD_INPUTS: list[tuple[str | bytes, str]] = [
     ('{"type": "flush"}', "nothing_to_flush"),
     ('{"type": "cancel", "request_id": "nope"}', "unknown_request"),
     ('{"type": "text", "text": "hi", "sample_rate": 11025}', "invalid_sample_rate"),
+    ('{"type": "config", "voice": "xx_nobody"}', "unknown_voice"),
+    ('{"type": "append", "text": "hi", "chunk": "yes"}', "invalid_message"),
 ]
+"""The documented bad inputs and the error code each must get (also used by the tests)."""
 
 
 def random_frame(rng: random.Random) -> str | bytes:

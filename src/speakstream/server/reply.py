@@ -109,13 +109,6 @@ class Reply:
         self.texts: list[str] = []
         """Every chunk spoken so far, in order."""
 
-    @classmethod
-    def whole(cls, scheduler: Scheduler, text: str, **kwargs: Any) -> Reply:
-        reply = cls(scheduler, **kwargs)
-        reply.push(text)
-        reply.end_input()
-        return reply
-
     def admit(self) -> None:
         """Reserve room at the scheduler for this reply's chunks in flight (``Overloaded`` when
         the server is full). Idempotent; released when the reply ends, or is dropped unplayed."""
@@ -127,10 +120,6 @@ class Reply:
     def release(self) -> None:
         if self._release is not None:
             self._release()
-
-    @property
-    def input_ended(self) -> bool:
-        return self._ended
 
     def push(self, fragment: str) -> None:
         if self._ended:

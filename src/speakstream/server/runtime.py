@@ -54,10 +54,6 @@ class Runtime:
         self.loop = asyncio.get_running_loop()
         self._loader = asyncio.create_task(self._load(), name="engine-loader")
 
-    async def wait_ready(self, timeout: float | None = None) -> None:
-        if self._loader is not None:
-            await asyncio.wait_for(asyncio.shield(self._loader), timeout)
-
     async def _load(self) -> None:
         started = time.perf_counter()
         try:

@@ -92,10 +92,6 @@ class IncrementalSentenceChunker:
         """Text received but not yet emitted as a chunk."""
         return self._buf[self._base :]
 
-    @property
-    def chunks_emitted(self) -> int:
-        return self._index
-
     def feed(self, fragment: str) -> list[str]:
         if self._inert(fragment):
             self._buf += fragment

@@ -1,0 +1,96 @@
+"""The command line, end to end, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from speakstream.audio.decode import decode
+from speakstream.bench.asr import Recognizer, wer
+from speakstream.server.serve import ThreadedServer
+
+
+def speakstream(*args: str, stdin: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "speakstream", *args], input=stdin, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.mark.model
+def test_voices_lists_all_54(tmp_path: Path) -> None:
+    result = speakstream("voices", "--json")
+    voices = json.loads(result.stdout)
+    assert len(voices) == 54
+    assert {"id": "bf_emma", "name": "bf_emma", "language": "en-gb", "gender": "female"} in voices
+
+
+@pytest.mark.model
+@pytest.mark.asr
+def test_say_reads_stdin_and_writes_speech(tmp_path: Path, asr: Recognizer) -> None:
+    out = tmp_path / "out.mp3"
+    text = "Reading this from standard input works fine."
+    result = speakstream("say", "-", "-o", str(out), "--voice", "bm_george", "--speed", "1.1", stdin=text)
+    assert result.returncode == 0, result.stderr
+    assert "RTF" in result.stderr
+    samples, rate = decode(out.read_bytes(), "mp3")
+    assert wer(text, asr.transcribe(samples, rate).text) <= 0.05
+
+
+def test_say_through_a_server(fake_server: ThreadedServer, tmp_path: Path) -> None:
+    out = tmp_path / "remote.wav"
+    result = speakstream("say", "Through the server.", "-o", str(out), "--server", fake_server.url)
+    assert result.returncode == 0, result.stderr
+    samples, rate = decode(out.read_bytes(), "wav")
+    assert rate == 24_000 and len(samples) > 0
+
+
+def test_bad_speed_is_one_clear_line(fake_server: ThreadedServer, tmp_path: Path) -> None:
+    result = speakstream("say", "Hi.", "-o", str(tmp_path / "x.wav"), "--server", fake_server.url, "--speed", "9")
+    assert result.returncode == 2 and "invalid_speed" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_agent_chat_without_a_sound_device_writes_files(fake_server: ThreadedServer, tmp_path: Path) -> None:
+    result = speakstream(
+        "agent",
+        "chat",
+        "--server",
+        fake_server.ws_url,
+        "--reply",
+        "greeting",
+        "--tokens-per-s",
+        "400",
+        "--out",
+        str(tmp_path),
+        stdin="Hello?\n/quit\n",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "travel assistant" in result.stdout
+    samples, rate = decode((tmp_path / "reply-1.wav").read_bytes(), "wav")
+    assert len(samples) / rate > 1.0
+
+
+def test_agent_demo_json_against_a_server(fake_server: ThreadedServer, tmp_path: Path) -> None:
+    result = speakstream(
+        "agent",
+        "demo",
+        "--server",
+        fake_server.ws_url,
+        "--trials",
+        "2",
+        "--reply",
+        "weather",
+        "--tokens-per-s",
+        "200",
+        "--json",
+        "--wav",
+        str(tmp_path / "bidi.wav"),
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert len(data["bidi"]["ttfa_ms"]) == len(data["batch"]["ttfa_ms"]) == 2
+    assert data["ratio"] > 0 and "REPLAY" in result.stderr
+    assert (tmp_path / "bidi.wav").stat().st_size > 44

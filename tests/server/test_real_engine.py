@@ -1,0 +1,76 @@
+"""The server with the real Kokoro engine: what the protocol tests show with the fake one,
+checked by ear (speech recognition)."""
+
+from __future__ import annotations
+
+import base64
+
+import openai
+import pytest
+
+from speakstream.audio.decode import decode
+from speakstream.bench.asr import Recognizer, corpus_wer
+from speakstream.client import AudioEvent, SpeechSession, stream_events
+from speakstream.server.serve import ThreadedServer
+from tests.server.helpers import drain_until
+
+pytestmark = [pytest.mark.model, pytest.mark.asr]
+SENTENCES = [
+    "Thanks for waiting, I found your booking.",
+    "Your flight leaves tomorrow morning.",
+    "Is there anything else I can do for you?",
+]
+
+
+async def test_many_sentences_on_one_session_are_spoken(kokoro_server: ThreadedServer, asr: Recognizer) -> None:
+    pairs = []
+    async with SpeechSession(kokoro_server.ws_url, send_binary=True) as session:
+        for sentence in SENTENCES:
+            result = await session.collect(await session.speak(sentence, voice="af_bella"))
+            assert result.final is not None and result.final["audio_bytes"] == len(result.audio)
+            samples, rate = decode(bytes(result.audio), "pcm")
+            pairs.append((sentence, asr.transcribe(samples, rate).text))
+    assert corpus_wer(pairs) <= 0.05, pairs
+
+
+async def test_appended_fragments_and_opus(kokoro_server: ThreadedServer, asr: Recognizer) -> None:
+    text = " ".join(SENTENCES)
+    async with SpeechSession(kokoro_server.ws_url) as session:
+        for i in range(0, len(text), 4):
+            await session.append(text[i : i + 4], request_id="live", format="opus")
+        await session.flush()
+        result = await session.collect("live")
+    samples, rate = decode(bytes(result.audio), "opus")
+    assert corpus_wer([(text, asr.transcribe(samples, rate).text)]) <= 0.05
+
+
+async def test_cancel_stops_real_synthesis(kokoro_server: ThreadedServer) -> None:
+    async with SpeechSession(kokoro_server.ws_url) as session:
+        await session.speak(" ".join(SENTENCES * 3))
+        while not isinstance(await session.receive(), AudioEvent):
+            pass
+        await session.cancel()
+        events = await drain_until(session, ("cancelled",), timeout=10)
+        assert events[-1].message["audio_bytes"] > 0  # type: ignore[union-attr]
+        result = await session.collect(await session.speak("Next."))
+        assert result.final is not None and result.final["type"] == "synthesis_complete"
+    scheduler = kokoro_server.runtime.scheduler
+    assert scheduler is not None and scheduler.queued == 0
+
+
+async def test_sse_with_word_timestamps(kokoro_server: ThreadedServer, asr: Recognizer) -> None:
+    text = " ".join(SENTENCES)
+    events = [e async for e in stream_events(f"{kokoro_server.url}/invocations", {"text": text, "format": "wav"})]
+    chunks = [e.json() for e in events if e.event == "audio_chunk"]
+    audio = b"".join(base64.b64decode(c["audio"]) for c in chunks)
+    samples, rate = decode(audio, "wav")
+    assert corpus_wer([(text, asr.transcribe(samples, rate).text)]) <= 0.05
+    words = [w["word"] for c in chunks for w in c["words"]]
+    assert words[:3] == ["Thanks", "for", "waiting"]
+
+
+def test_openai_sdk_with_the_real_engine(kokoro_server: ThreadedServer, asr: Recognizer) -> None:
+    client = openai.OpenAI(base_url=f"{kokoro_server.url}/v1", api_key="unused")
+    speech = client.audio.speech.create(model="tts-1", voice="onyx", input=SENTENCES[0], response_format="mp3")
+    samples, rate = decode(speech.content, "mp3")
+    assert corpus_wer([(SENTENCES[0], asr.transcribe(samples, rate).text)]) <= 0.05
