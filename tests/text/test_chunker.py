@@ -89,11 +89,25 @@ def test_corpus_keep_phrases_survive_any_fragmentation(case: dict[str, object], 
         assert any(keep in chunk for chunk in chunks), (keep, chunks)
 
 
-def test_first_chunk_is_a_clause_and_later_chunks_are_sentences() -> None:
-    chunks = chunk_text(bench_text())
-    assert chunks[0] == "Thanks for waiting,"
-    assert chunks[1] == "I found your booking."
-    assert all(chunk[-1] in ".?!" for chunk in chunks[1:])
+def test_first_chunk_is_a_clause_and_later_chunks_grow_by_clauses() -> None:
+    assert chunk_text(bench_text()) == [
+        "Thanks for waiting,",
+        "I found your booking.",
+        "Your flight to Lisbon leaves tomorrow at 9:40 from gate B12,",
+        "and boarding starts forty minutes earlier.",
+        "I have moved your seat to 14C, an aisle seat near the front.",
+        "Is there anything else you would like me to change for you?",
+    ]
+    whole_sentences = ChunkPolicy(first_clause=False, schedule=())
+    assert all(chunk[-1] in ".?!" for chunk in chunk_text(bench_text(), whole_sentences))
+
+
+def test_long_clauses_break_before_a_conjunction() -> None:
+    text = "First one. The refund of $129.50 was approved on March 3rd and should reach your card within days."
+    assert chunk_text(text, ChunkPolicy(schedule=(80, 40)))[1:] == [
+        "The refund of $129.50 was approved on March 3rd",
+        "and should reach your card within days.",
+    ]
 
 
 def test_first_chunk_may_end_before_a_phrase() -> None:
@@ -152,7 +166,7 @@ def test_text_without_any_punctuation_is_cut_at_spaces() -> None:
 
 def test_soft_schedule_prefers_clauses_to_spaces() -> None:
     text = "Your flight to Lisbon leaves tomorrow at 9:40 from gate B12, and boarding starts forty minutes earlier."
-    policy = ChunkPolicy(first_clause=False, schedule=(40,))
+    policy = ChunkPolicy(first_clause=False, schedule=(30,))
     assert chunk_text(text, policy)[0] == "Your flight to Lisbon leaves tomorrow at 9:40 from gate B12,"
 
 

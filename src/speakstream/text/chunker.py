@@ -30,6 +30,9 @@ PHRASE_STARTERS = (
     "and but or so because which that who when while where if as than"
 ).split()
 _PHRASE = re.compile(r"\s+(?=(?:" + "|".join(PHRASE_STARTERS) + r")[\s,.;:!?])", re.IGNORECASE)
+# Conjunctions and relative words: where a long clause without commas can break naturally.
+CLAUSE_STARTERS = "and but or so because which that who while when where whereas although though unless".split()
+_CLAUSE_START = re.compile(r"\s+(?=(?:" + "|".join(CLAUSE_STARTERS) + r")[\s,.;:!?])", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,7 +51,7 @@ class ChunkPolicy:
     """Later sentences shorter than this wait to be merged with the next one."""
     max_chunk_chars: int = 280
     """No chunk is longer than this (the engine's 510-phoneme window is ~400 characters)."""
-    schedule: tuple[int, ...] = (80, 160)
+    schedule: tuple[int, ...] = (80, 40, 70, 100, 140, 200)
     """Soft limits for chunk 0, 1, ...: past one, a sentence is cut at a clause mark (the last
     before the limit, else the next after it). Later chunks have only ``max_chunk_chars``."""
 
@@ -205,18 +208,29 @@ class IncrementalSentenceChunker:
         return None
 
     def _soft_cut(self, lead: int, soft: int, upto: int) -> int | None:
-        """Past the schedule's soft limit: the last clause mark before it, else the next one."""
+        """Past the schedule's soft limit: the last clause boundary before it (a clause mark,
+        else a conjunction such as "and" or "which"), else the first one after it."""
         last = self._last_clause(lead, soft)
         if last is not None:
             return last
-        match = _CLAUSE_MARKS.search(self._buf, lead + soft, max(lead + soft, upto))
-        return match.end() if match else None
+        after = [c for c in self._clause_cuts(lead + soft, max(lead + soft, upto), lead) if c > lead + soft]
+        return min(after) if after else None
+
+    def _clause_cuts(self, start: int, stop: int, lead: int) -> list[int]:
+        """Clause marks and (where they start a clause) conjunctions in ``_buf[start:stop]``."""
+        marks = [m.end() for m in _CLAUSE_MARKS.finditer(self._buf, start, stop)]
+        words = [m.start() for m in _CLAUSE_START.finditer(self._buf, start, stop)
+                 if m.start() > lead and self._buf[m.start() - 1].isalpha()
+                 and not _inside_quote(self._buf[lead : m.start()])]
+        return marks + words
 
     def _last_clause(self, lead: int, limit: int) -> int | None:
         stop = lead + limit
-        clauses = [m.end() for m in _CLAUSE_MARKS.finditer(self._buf, lead, stop + 1)]
-        clauses = [c for c in clauses if c <= stop]
-        return clauses[-1] if clauses and clauses[-1] - lead >= limit // 3 else None
+        marks = [m.end() for m in _CLAUSE_MARKS.finditer(self._buf, lead, stop + 1) if m.end() <= stop]
+        if marks and marks[-1] - lead >= limit // 3:
+            return marks[-1]
+        words = [c for c in self._clause_cuts(lead, stop + 1, lead) if c <= stop and c - lead >= limit // 3]
+        return max(words) if words else None
 
     def _cut_point(self, lead: int, limit: int) -> int:
         """Where to cut an over-long piece: the last clause mark, else the last space."""

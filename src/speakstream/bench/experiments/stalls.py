@@ -19,8 +19,9 @@ from speakstream.text import ChunkPolicy
 NAME = "stalls"
 TITLE = "Stalls: a long reply through a simulated real-time player"
 POLICIES = {
-    "default (clause or phrase first, schedule 80/160)": ChunkPolicy(),
+    f"default: clause or phrase first, soft limits {'/'.join(map(str, ChunkPolicy().schedule))}": ChunkPolicy(),
     "no phrase cut (clause first only)": ChunkPolicy(first_phrase_words=0),
+    "shorter schedule 80/160": ChunkPolicy(schedule=(80, 160)),
     "no schedule": ChunkPolicy(schedule=()),
     "whole sentences only": ChunkPolicy(first_clause=False, schedule=()),
 }
