@@ -54,10 +54,16 @@ class ServerConfig:
     model_dir: Path | None = None
     graph: str = "fast"
     intra_op_threads: int = 0
+    spin_threads: bool = False
     policy: ChunkPolicy = field(default_factory=ChunkPolicy)
 
     def engine_config(self) -> EngineConfig:
-        return EngineConfig(model_dir=self.model_dir, graph=self.graph, intra_op_threads=self.intra_op_threads)
+        return EngineConfig(
+            model_dir=self.model_dir,
+            graph=self.graph,
+            intra_op_threads=self.intra_op_threads,
+            spin_threads=self.spin_threads,
+        )
 
     def limits(self) -> dict[str, float | int]:
         return {

@@ -36,6 +36,9 @@ class EngineConfig:
     intra_op_threads: int = 0
     """Threads inside one inference (0: ONNX Runtime's default, the physical cores)."""
     inter_op_threads: int = 1
+    spin_threads: bool = False
+    """Let ONNX Runtime's threads spin between kernels: a little faster on an idle machine, much
+    slower when the cores are shared (an LLM on the same CPU), so off by default."""
     providers: tuple[str, ...] | None = None
     """Execution providers; None picks CUDA when this onnxruntime has it, else CPU."""
     edges: EdgePolicy = field(default_factory=EdgePolicy)
@@ -74,6 +77,7 @@ class KokoroEngine(VoiceBankEngine):
         options.intra_op_num_threads = self.config.intra_op_threads
         options.inter_op_num_threads = self.config.inter_op_threads
         options.log_severity_level = 3
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.config.spin_threads else "0")
         providers = pick_providers(self.config.providers)
         self.session = ort.InferenceSession(str(self.assets.graph(self.config.graph)), options, providers=providers)
         self.providers = self.session.get_providers()

@@ -219,9 +219,13 @@ class IncrementalSentenceChunker:
     def _clause_cuts(self, start: int, stop: int, lead: int) -> list[int]:
         """Clause marks and (where they start a clause) conjunctions in ``_buf[start:stop]``."""
         marks = [m.end() for m in _CLAUSE_MARKS.finditer(self._buf, start, stop)]
-        words = [m.start() for m in _CLAUSE_START.finditer(self._buf, start, stop)
-                 if m.start() > lead and self._buf[m.start() - 1].isalpha()
-                 and not _inside_quote(self._buf[lead : m.start()])]
+        words = [
+            m.start()
+            for m in _CLAUSE_START.finditer(self._buf, start, stop)
+            if m.start() > lead
+            and self._buf[m.start() - 1].isalpha()
+            and not _inside_quote(self._buf[lead : m.start()])
+        ]
         return marks + words
 
     def _last_clause(self, lead: int, limit: int) -> int | None:
