@@ -142,3 +142,8 @@ def test_inference_off_the_event_loop_keeps_it_responsive(kokoro: KokoroEngine) 
         return max(gaps)
 
     assert asyncio.run(scenario()) < 0.5  # synthesis takes seconds; the loop never stalls for long
+
+
+def test_async_synthesis(kokoro: KokoroEngine) -> None:
+    chunk = asyncio.run(kokoro.asynthesize("Hello from async code.", voice="af_sky"))
+    assert chunk.duration_s > 0.5

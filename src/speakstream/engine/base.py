@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Protocol
 
@@ -84,7 +86,7 @@ def check_text(text: object) -> str:
     return text
 
 
-class VoiceBankEngine:
+class VoiceBankEngine(ABC):
     """What every engine over a ``VoiceBank`` shares: the catalogue and the input checks."""
 
     voice_bank: VoiceBank
@@ -94,6 +96,17 @@ class VoiceBankEngine:
 
     def check_voice(self, voice: str) -> VoiceInfo:
         return self.voice_bank.info(voice)
+
+    async def asynthesize(
+        self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
+    ) -> AudioChunk:
+        """``synthesize`` in a worker thread, for async code (the event loop keeps running)."""
+        return await asyncio.to_thread(self.synthesize, text, voice=voice, speed=speed, cancel=cancel)
+
+    @abstractmethod
+    def synthesize(
+        self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
+    ) -> AudioChunk: ...
 
     def checked(self, text: object, voice: str, speed: object) -> tuple[str, float, VoiceInfo]:
         """The text, speed and voice of a request, or the ``InvalidInput`` that explains why not."""
