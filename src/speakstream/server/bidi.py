@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from enum import Enum
 from typing import Any
 
@@ -24,7 +24,6 @@ from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput, Overloaded, ProtocolError, SpeakstreamError
 from speakstream.protocol import (
     AppendMessage,
-    Cancelled,
     CancelMessage,
     ClientMessage,
     CloseMessage,
@@ -42,7 +41,7 @@ from speakstream.protocol import (
     parse_client_message,
     safe_audio_frames,
 )
-from speakstream.server.outbox import Outbox, Outgoing
+from speakstream.server.outbox import Outbox, Outgoing, SentLog
 from speakstream.server.reply import ChunkOut, Reply, validate
 from speakstream.server.runtime import Runtime
 
@@ -64,15 +63,6 @@ _MOVES = {
 }
 
 
-@dataclass(slots=True)
-class Sent:
-    """What the writer really sent of one request."""
-
-    audio_bytes: int = 0
-    audio_s: float = 0.0
-    last_word: str | None = None
-
-
 class BidiSession:
     def __init__(self, websocket: WebSocket, runtime: Runtime) -> None:
         self.ws = websocket
@@ -86,7 +76,7 @@ class BidiSession:
         self._request_ready = asyncio.Event()
         self._active: tuple[Reply, asyncio.Task[None]] | None = None
         self._stream: Reply | None = None
-        self._sent: dict[str, Sent] = {}
+        self._sent = SentLog()
 
     def _move(self, to: SessionState) -> None:
         if to not in _MOVES[self.state]:
@@ -321,7 +311,7 @@ class BidiSession:
     async def _speak(self, reply: Reply) -> None:
         rid = reply.request_id
         self.rt.metrics.requests.labels("websocket").inc()
-        self._sent[rid] = Sent()
+        self._sent.start(rid)
         await self._put(
             self._message(
                 SynthesisStart(
@@ -341,7 +331,7 @@ class BidiSession:
         except SpeakstreamError as exc:
             if self._stream is reply:
                 self._stream = None
-            self._sent.pop(rid, None)
+            self._sent.finish(rid)
             await self._error(exc, rid)
             return
         if reply.stats.ttfa_s is not None:
@@ -386,7 +376,7 @@ class BidiSession:
     async def _write(self) -> None:
         while True:
             item = await self._outbox.get()
-            payload = self._cancelled(item.request_id or "") if item.cancelled else item.payload
+            payload = self._sent.cancelled(item.request_id or "") if item.cancelled else item.payload
             if payload:
                 try:
                     await asyncio.wait_for(self._send(payload), self.config.send_timeout_s)
@@ -397,9 +387,9 @@ class BidiSession:
                         self.config.send_timeout_s,
                     )
                     return
-                self._account(item, payload)
+                self._sent.account(item, payload)
             if item.finishes is not None:
-                self._sent.pop(item.finishes, None)
+                self._sent.finish(item.finishes)
             if item.close is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self.ws.close(*item.close), self.config.send_timeout_s)
@@ -410,27 +400,6 @@ class BidiSession:
             await self.ws.send_bytes(payload)
         else:
             await self.ws.send_text(payload)
-
-    def _account(self, item: Outgoing, payload: str | bytes) -> None:
-        if not isinstance(payload, bytes) or item.request_id is None or item.audio_to_s is None:
-            return
-        sent = self._sent.setdefault(item.request_id, Sent())
-        sent.audio_bytes += len(payload)
-        sent.audio_s = item.audio_to_s
-        spoken = [w.word for w in item.words if w.end_s <= item.audio_to_s + 1e-6]
-        if spoken:
-            sent.last_word = spoken[-1]
-
-    def _cancelled(self, request_id: str) -> str:
-        sent = self._sent.pop(request_id, Sent())
-        return encode_server_message(
-            Cancelled(
-                request_id=request_id,
-                audio_bytes=sent.audio_bytes,
-                duration_s=round(sent.audio_s, 4),
-                last_word=sent.last_word,
-            )
-        )
 
     # Helpers
 

@@ -1,4 +1,5 @@
-"""A bounded queue of frames to send, from which a cancelled request's frames can be purged."""
+"""A bounded queue of frames to send, from which a cancelled request's frames can be purged, and
+the record of what was really sent of each request (for the ``cancelled`` answer)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import asyncio
 from collections import deque
 from dataclasses import dataclass
 
+from speakstream.protocol import Cancelled, encode_server_message
 from speakstream.types import WordTimestamp
 
 
@@ -58,3 +60,46 @@ class Outbox:
             self._items = deque(kept)
             self._changed.notify_all()
             return dropped
+
+
+@dataclass(slots=True)
+class Sent:
+    """What the writer really sent of one request."""
+
+    audio_bytes: int = 0
+    audio_s: float = 0.0
+    last_word: str | None = None
+
+
+class SentLog:
+    """Progress of the requests being sent, kept by the writer as frames go out."""
+
+    def __init__(self) -> None:
+        self._sent: dict[str, Sent] = {}
+
+    def start(self, request_id: str) -> None:
+        self._sent[request_id] = Sent()
+
+    def finish(self, request_id: str) -> None:
+        self._sent.pop(request_id, None)
+
+    def account(self, item: Outgoing, payload: str | bytes) -> None:
+        if not isinstance(payload, bytes) or item.request_id is None or item.audio_to_s is None:
+            return
+        sent = self._sent.setdefault(item.request_id, Sent())
+        sent.audio_bytes += len(payload)
+        sent.audio_s = item.audio_to_s
+        spoken = [w.word for w in item.words if w.end_s <= item.audio_to_s + 1e-6]
+        if spoken:
+            sent.last_word = spoken[-1]
+
+    def cancelled(self, request_id: str) -> str:
+        """The ``cancelled`` message for a request, with what was really sent of it."""
+        sent = self._sent.pop(request_id, Sent())
+        message = Cancelled(
+            request_id=request_id,
+            audio_bytes=sent.audio_bytes,
+            duration_s=round(sent.audio_s, 4),
+            last_word=sent.last_word,
+        )
+        return encode_server_message(message)
