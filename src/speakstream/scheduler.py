@@ -74,14 +74,6 @@ class Scheduler:
     def queued(self) -> int:
         return self._queued
 
-    @property
-    def running(self) -> int:
-        return len(self._running)
-
-    @property
-    def reserved(self) -> int:
-        return self._reserved
-
     def reserve(self, slots: int) -> None:
         """Admission: room for a reply's chunks in flight, or a retryable ``Overloaded``."""
         if self._reserved + slots > self.max_queue:

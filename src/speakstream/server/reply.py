@@ -20,6 +20,7 @@ from typing import Any
 from speakstream.audio import Encoder, audio_format, open_encoder, output_rate
 from speakstream.engine.base import check_speed
 from speakstream.errors import InvalidInput, SpeakstreamError
+from speakstream.protocol import CHUNKING
 from speakstream.scheduler import Job, Scheduler
 from speakstream.text import ChunkPolicy, IncrementalSentenceChunker
 from speakstream.types import WordTimestamp
@@ -248,7 +249,7 @@ def chunker_for(chunking: str, policy: ChunkPolicy) -> IncrementalSentenceChunke
         return IncrementalSentenceChunker(replace(policy, first_clause=False, schedule=()))
     if chunking == "auto":
         return IncrementalSentenceChunker(policy)
-    raise InvalidInput(f"chunking must be auto, sentences or none, not {chunking!r}", code="invalid_chunking")
+    raise InvalidInput(f"chunking must be one of {', '.join(CHUNKING)}, not {chunking!r}", code="invalid_chunking")
 
 
 def validate(scheduler: Scheduler, settings: ReplySettings) -> ReplySettings:

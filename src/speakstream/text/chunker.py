@@ -194,13 +194,8 @@ class IncrementalSentenceChunker:
         stop = max(start, limit)
         candidates = [(m.end(), self.policy.min_first_words) for m in _CLAUSE_MARKS.finditer(self._buf, start, stop)]
         if self.policy.first_phrase_words:
-            candidates += [
-                (m.start(), self.policy.first_phrase_words)
-                for m in _PHRASE.finditer(self._buf, start, stop)
-                if m.start() > self._base
-                and self._buf[m.start() - 1].isalpha()
-                and not _inside_quote(self._buf[self._base : m.start()])
-            ]
+            phrases = self._word_cuts(_PHRASE, start, stop, self._base)
+            candidates += [(cut, self.policy.first_phrase_words) for cut in phrases]
         for cut, words in sorted(candidates):
             if len(_WORD.findall(self._buf, self._base, cut)) >= words:
                 return cut
@@ -219,14 +214,18 @@ class IncrementalSentenceChunker:
     def _clause_cuts(self, start: int, stop: int, lead: int) -> list[int]:
         """Clause marks and (where they start a clause) conjunctions in ``_buf[start:stop]``."""
         marks = [m.end() for m in _CLAUSE_MARKS.finditer(self._buf, start, stop)]
-        words = [
+        return marks + self._word_cuts(_CLAUSE_START, start, stop, lead)
+
+    def _word_cuts(self, pattern: re.Pattern[str], start: int, stop: int, origin: int) -> list[int]:
+        """Cuts before the words ``pattern`` finds, where one follows a plain word (not "p.m."
+        or "5") outside any quotation opened since ``origin``."""
+        return [
             m.start()
-            for m in _CLAUSE_START.finditer(self._buf, start, stop)
-            if m.start() > lead
+            for m in pattern.finditer(self._buf, start, stop)
+            if m.start() > origin
             and self._buf[m.start() - 1].isalpha()
-            and not _inside_quote(self._buf[lead : m.start()])
+            and not _inside_quote(self._buf[origin : m.start()])
         ]
-        return marks + words
 
     def _last_clause(self, lead: int, limit: int) -> int | None:
         stop = lead + limit
