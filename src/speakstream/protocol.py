@@ -233,7 +233,8 @@ class Cancelled:
     """Audio bytes of this request actually sent before the cancel."""
     duration_s: float
     last_word: str | None
-    """The last word whose audio was fully sent."""
+    """The last word whose audio was fully sent; None when no word was sent whole (the cancel
+    came before the end of the first word, or before any audio)."""
     type: str = "cancelled"
 
 

@@ -64,3 +64,26 @@ async def test_agent_websocket_with_barge_in(agent_server: ThreadedServer) -> No
             if isinstance(frame, str) and json.loads(frame)["type"] == "agent_done":
                 assert json.loads(frame)["interrupted"] is None
                 break
+
+
+async def _until(ws: websockets.ClientConnection, kind: str) -> dict[str, object]:
+    while True:
+        frame = await asyncio.wait_for(ws.recv(), 10)
+        if isinstance(frame, str) and (message := json.loads(frame))["type"] == kind:
+            return message  # type: ignore[no-any-return]
+
+
+async def test_agent_websocket_answers_every_interrupt(agent_server: ThreadedServer) -> None:
+    url = agent_server.url.replace("http", "ws") + "/agent/ws"
+    async with websockets.connect(url) as ws:
+        await ws.send(json.dumps({"type": "interrupt"}))  # before any prompt
+        assert (await _until(ws, "error"))["code"] == "nothing_to_interrupt"
+        await ws.send(json.dumps({"type": "prompt", "prompt": "Hi", "reply_id": "greeting", "tokens_per_s": 500}))
+        assert (await _until(ws, "agent_done"))["interrupted"] is None
+        await ws.send(json.dumps({"type": "interrupt"}))  # after the reply ended
+        assert (await _until(ws, "error"))["code"] == "nothing_to_interrupt"
+        # a prompt right after `agent_done` is taken, and an interrupt right after a prompt acts on it
+        await ws.send(json.dumps({"type": "prompt", "prompt": "Which plan?", "tokens_per_s": 100}))
+        await ws.send(json.dumps({"type": "interrupt"}))
+        done = await _until(ws, "agent_done")
+        assert done["interrupted"] is not None

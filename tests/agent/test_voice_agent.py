@@ -66,6 +66,31 @@ async def test_barge_in_stops_everything() -> None:
         server.stop()
 
 
+async def test_interrupt_after_the_reply_ended_returns_at_once(fake_server: ThreadedServer) -> None:
+    async with SpeechSession(fake_server.ws_url) as session:
+        agent = VoiceAgent(FAST, session)
+        assert await agent.interrupt() is None  # nothing started yet
+        events = [e async for e in agent.run("Which plan?")]
+        assert isinstance(events[-1], AgentDone)
+        assert await asyncio.wait_for(agent.interrupt(), 1.0) is None
+
+
+async def test_interrupt_before_any_text_reached_the_server(fake_server: ThreadedServer) -> None:
+    slow_start = ReplaySource(reply_id="long", ttft_s=5.0, tokens_per_s=100.0)
+    async with SpeechSession(fake_server.ws_url) as session:
+        agent = VoiceAgent(slow_start, session)
+        events = []
+        async for event in agent.run("Which plan?"):
+            events.append(event)
+            if len(events) == 1:  # agent_start: the LLM has written nothing yet
+                report = await asyncio.wait_for(agent.interrupt(), 10.0)
+        done = events[-1]
+        assert isinstance(done, AgentDone) and done.interrupted == report
+        assert report is not None and report["audio_bytes"] == 0 and report["last_word_delivered"] is None
+        again = [e async for e in VoiceAgent(FAST, session).run("hi")]
+        assert isinstance(again[-1], AgentDone) and again[-1].interrupted is None
+
+
 async def test_llm_failure_is_an_error_event(fake_server: ThreadedServer) -> None:
     source = OpenAISource(base_url="http://127.0.0.1:9/v1", model="x")
     async with SpeechSession(fake_server.ws_url) as session:

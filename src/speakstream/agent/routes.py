@@ -125,24 +125,31 @@ class AgentSocket:
                 while True:
                     message = await self._receive()
                     if message.get("type") == "interrupt":
-                        if self._agent is not None:
-                            await self._agent.interrupt()
+                        await self._interrupt()
                         continue
-                    if turn is not None and not turn.done():
+                    if self._agent is not None and self._agent.running:
                         await self._send_error(InvalidInput("a prompt is still being answered", code="busy"))
                         continue
+                    if turn is not None:  # its last event is out; let it finish closing
+                        await asyncio.gather(turn, return_exceptions=True)
                     try:
                         self._agent = _agent(self.runtime, channel, self.sources, message)
                     except SpeakstreamError as exc:
                         await self._send_error(exc)
                         continue
                     turn = asyncio.create_task(self._turn(self._agent, str(message["prompt"])))
+                    await self._agent.started.wait()  # so an interrupt right after the prompt is acted on
             except WebSocketDisconnect:
                 return
             finally:
                 if turn is not None:
                     turn.cancel()
                     await asyncio.gather(turn, return_exceptions=True)
+
+    async def _interrupt(self) -> None:
+        """Barge in; with no reply being spoken, say so (an interrupt is always answered)."""
+        if self._agent is None or await self._agent.interrupt() is None:
+            await self._send_error(InvalidInput("there is no reply to interrupt", code="nothing_to_interrupt"))
 
     async def _receive(self) -> dict[str, Any]:
         while True:

@@ -8,6 +8,8 @@
 
 ``interrupt()`` is barge-in: it stops the LLM stream and the synthesis at once, drops queued
 audio, and reports how much audio was delivered and the last word the listener could have heard.
+It answers at any moment: before the first chunk reached the server, while it speaks, or after the
+reply already ended (then it reports nothing to interrupt and returns at once).
 """
 
 from __future__ import annotations
@@ -79,9 +81,17 @@ class VoiceAgent:
         self._progress = _Progress()
         self._queue: asyncio.Queue[AgentEvent] = asyncio.Queue(maxsize=1024)
         self._feeder: asyncio.Task[None] | None = None
-        self._cancelled = asyncio.Event()
+        self.started = asyncio.Event()
+        """Set once ``run`` has started its tasks (an interrupt from then on is acted on)."""
+        self._finished = asyncio.Event()
+        """Set once the run's last event (``agent_done`` or ``error``) is queued."""
         self._cancel_report: dict[str, Any] | None = None
         self._interrupting = False
+
+    @property
+    def running(self) -> bool:
+        """A run has started and its last event is not out yet."""
+        return self._feeder is not None and not self._finished.is_set()
 
     def _now(self) -> float:
         return round(time.perf_counter() - self._progress.start, 4)
@@ -90,9 +100,14 @@ class VoiceAgent:
         """Speak the reply to ``prompt``; the last event is ``agent_done`` or ``error``."""
         self._progress = _Progress()
         self.request_id = f"agent-{next(_RUNS)}"
+        self._queue = asyncio.Queue(maxsize=1024)  # nothing of an earlier run leaks into this one
+        self._finished.clear()
+        self._cancel_report = None
+        self._interrupting = False
         feeder = asyncio.create_task(self._feed(prompt), name=f"{self.request_id}-feed")
         drainer = asyncio.create_task(self._drain(), name=f"{self.request_id}-drain")
         self._feeder = feeder
+        self.started.set()
         try:
             yield AgentStart(t=0.0, mode=self.mode, prompt=prompt, source=self.source.name)
             while True:
@@ -101,19 +116,26 @@ class VoiceAgent:
                 if isinstance(event, AgentDone | AgentError):
                     break
         finally:
+            self._finished.set()  # also when the consumer stops early
             for task in (feeder, drainer):
                 task.cancel()
             await asyncio.gather(feeder, drainer, return_exceptions=True)
 
-    async def interrupt(self) -> dict[str, Any]:
-        """Barge-in: stop the LLM and the synthesis now; report what the listener got."""
+    async def interrupt(self) -> dict[str, Any] | None:
+        """Barge-in: stop the LLM and the synthesis now; report what the listener got.
+
+        None when there was nothing to interrupt (no run, or its reply had already ended)."""
+        if not self.running or self._interrupting:
+            return None
         self._interrupting = True
         if self._feeder is not None:
             self._feeder.cancel()
             await asyncio.gather(self._feeder, return_exceptions=True)
         await self.channel.cancel(request_id=self.request_id)
-        await asyncio.wait_for(self._cancelled.wait(), 30.0)
-        return self._cancel_report or {}
+        # the drainer ends the run on `cancelled`, on `synthesis_complete` (the reply won the race)
+        # or on `unknown_request` (nothing had reached the server); the timeout only bounds a hang
+        await asyncio.wait_for(self._finished.wait(), 30.0)
+        return self._cancel_report
 
     # Feeding
 
@@ -127,9 +149,7 @@ class VoiceAgent:
         except SpeakstreamError as exc:
             with contextlib.suppress(SpeakstreamError):
                 await self.channel.cancel(request_id=self.request_id)
-            await self._queue.put(
-                AgentError(t=self._now(), code=exc.code, message=exc.message, retryable=exc.retryable)
-            )
+            await self._end(AgentError(t=self._now(), code=exc.code, message=exc.message, retryable=exc.retryable))
 
     async def _deltas(self, prompt: str) -> AsyncIterator[str]:
         async for delta in self.source.stream(prompt):
@@ -214,15 +234,14 @@ class VoiceAgent:
                 )
             )
         elif event.type == "synthesis_complete":
-            await self._queue.put(self._done(audio_s=message.get("duration_s")))
+            await self._end(self._done(audio_s=message.get("duration_s")))
             return True
-        elif event.type == "cancelled":
+        elif event.type == "cancelled" or (self._interrupting and message.get("code") == "unknown_request"):
             self._cancel_report = self._interruption(message)
-            self._cancelled.set()
-            await self._queue.put(self._done(audio_s=message.get("duration_s"), interrupted=self._cancel_report))
+            await self._end(self._done(audio_s=message.get("duration_s"), interrupted=self._cancel_report))
             return True
         elif event.type == "error" and not self._interrupting:
-            await self._queue.put(
+            await self._end(
                 AgentError(
                     t=self._now(),
                     code=str(message.get("code")),
@@ -232,6 +251,12 @@ class VoiceAgent:
             )
             return True
         return False
+
+    async def _end(self, event: AgentDone | AgentError) -> None:
+        """Queue the run's last event; from here on there is nothing left to interrupt."""
+        if not self._finished.is_set():
+            self._finished.set()
+            await self._queue.put(event)
 
     def _done(self, *, audio_s: float | None, interrupted: dict[str, Any] | None = None) -> AgentDone:
         p = self._progress
