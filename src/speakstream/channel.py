@@ -16,7 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speakstream.errors import ProtocolError
-from speakstream.protocol import FINAL_TYPES, AudioEvent, ControlEvent, Event, classify_frame, client_message
+from speakstream.protocol import (
+    FINAL_TYPES,
+    AudioEvent,
+    ControlEvent,
+    ErrorMessage,
+    Event,
+    SessionStart,
+    SynthesisStart,
+    classify_frame,
+    client_message,
+    parse_server_message,
+)
 
 
 @dataclass(slots=True)
@@ -94,9 +105,10 @@ class Channel(ABC):
         kind = classify_frame(frame)
         if isinstance(kind, bytes):
             return AudioEvent(self._current, kind, now)
-        if kind.get("type") == "synthesis_start":
-            self._current = str(kind.get("request_id"))
-        return ControlEvent(kind, now)
+        parsed = parse_server_message(kind)
+        if isinstance(parsed, SynthesisStart):
+            self._current = parsed.request_id
+        return ControlEvent(kind, now, parsed)
 
     async def events(self) -> AsyncIterator[Event]:
         while True:
@@ -117,18 +129,16 @@ class Channel(ABC):
                 result.messages.append(event.message)
             if event.request_id == request_id and event.type in FINAL_TYPES:
                 return result
-            if event.type == "error" and event.message.get("code") == "server_shutdown":
-                raise ProtocolError(event.message.get("message", "server shutting down"), code="server_shutdown")
+            if isinstance(event.parsed, ErrorMessage) and event.parsed.code == "server_shutdown":
+                raise ProtocolError(event.parsed.message, code="server_shutdown")
         raise AssertionError("unreachable")  # events() never ends by itself
 
     async def _expect_hello(self) -> None:
         hello = await self.receive()
-        if isinstance(hello, ControlEvent) and hello.type == "session_start":
+        if isinstance(hello, ControlEvent) and isinstance(hello.parsed, SessionStart):
             self.info = hello.message
             return
-        message = hello.message if isinstance(hello, ControlEvent) else {}
-        raise ProtocolError(
-            message.get("message", "the server refused the session"),
-            code=message.get("code", "session_refused"),
-            retryable=bool(message.get("retryable")),
-        )
+        if isinstance(hello, ControlEvent) and isinstance(hello.parsed, ErrorMessage):
+            error = hello.parsed
+            raise ProtocolError(error.message, code=error.code, retryable=error.retryable)
+        raise ProtocolError("the server refused the session", code="session_refused")

@@ -16,7 +16,8 @@ Client -> server::
     {"type": "close"}
 
 ``append`` adds raw LLM fragments that the server chunks itself; ``"chunk": true`` says the text
-completes a chunk, so it is spoken without waiting for more. ``flush`` ends the appended request.
+is a whole chunk, chunked by the client: it is spoken as it is, at once, and not split again.
+``flush`` ends the appended request.
 
 Server -> client: ``session_start``, ``synthesis_start``, ``word_timestamps``, binary audio,
 ``synthesis_complete``, ``cancelled``, ``error`` (see the dataclasses below for fields).
@@ -29,7 +30,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from speakstream.errors import ProtocolError, SpeakstreamError
@@ -43,7 +45,8 @@ CHUNKING = ("auto", "sentences", "none")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Options:
-    """Per-request overrides of the session defaults."""
+    """How to speak a request: the one options model of every route (the WebSocket's messages,
+    ``/invocations``, the OpenAI route, ``/agent``). None means the session's or server's default."""
 
     voice: str | None = None
     speed: float | None = None
@@ -51,6 +54,18 @@ class Options:
     sample_rate: int | None = None
     chunking: str | None = None
     """``auto`` (clause first, then sentences), ``sentences``, or ``none`` (the whole text at once)."""
+
+    @classmethod
+    def parse(cls, data: Mapping[str, Any], *, strings: bool = False) -> Options:
+        """Options from a JSON object; ``strings``: values may be text (URL query parameters).
+        Every type problem is a ``ProtocolError`` with the field's code."""
+        if strings:
+            data = {**data, **{k: _from_text(data.get(k), k) for k in ("speed", "sample_rate")}}
+        return _options(data)
+
+    def over(self, defaults: Options) -> Options:
+        """These options, with ``defaults`` where a field is unset."""
+        return Options(**{f.name: getattr(self, f.name) or getattr(defaults, f.name) for f in fields(self)})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,7 +81,7 @@ class AppendMessage:
     request_id: str | None = None
     options: Options = field(default_factory=Options)
     chunk: bool = False
-    """The text completes a chunk: speak it now instead of waiting for more."""
+    """The text is a whole chunk (the client chunked it): speak it as it is, now."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,17 +133,17 @@ def _message(data: dict[str, Any]) -> ClientMessage:
         if not isinstance(text, str):
             raise ProtocolError(f"'{kind}' needs a string 'text'", code="invalid_text")
         if kind == "text":
-            return TextMessage(text=text, request_id=_request_id(data), options=_options(data))
+            return TextMessage(text=text, request_id=_request_id(data), options=Options.parse(data))
         chunk = data.get("chunk", False)
         if not isinstance(chunk, bool):
             raise ProtocolError("'chunk' must be true or false", code="invalid_message")
-        return AppendMessage(text=text, request_id=_request_id(data), options=_options(data), chunk=chunk)
+        return AppendMessage(text=text, request_id=_request_id(data), options=Options.parse(data), chunk=chunk)
     if kind == "flush":
         return FlushMessage(request_id=_request_id(data))
     if kind == "cancel":
         return CancelMessage(request_id=_request_id(data))
     if kind == "config":
-        return ConfigMessage(options=_options(data))
+        return ConfigMessage(options=Options.parse(data))
     if kind == "close":
         return CloseMessage()
     shown = json.dumps(kind)[:40]
@@ -152,7 +167,7 @@ def _request_id(data: dict[str, Any]) -> str | None:
     return value
 
 
-def _options(data: dict[str, Any]) -> Options:
+def _options(data: Mapping[str, Any]) -> Options:
     voice, speed, fmt, rate = (data.get(k) for k in ("voice", "speed", "format", "sample_rate"))
     if voice is not None and not isinstance(voice, str):
         raise ProtocolError("voice must be a string", code="unknown_voice")
@@ -170,6 +185,15 @@ def _options(data: dict[str, Any]) -> Options:
     return Options(
         voice=voice, speed=None if speed is None else float(speed), format=fmt, sample_rate=rate, chunking=chunking
     )
+
+
+def _from_text(value: Any, name: str) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return int(value) if name == "sample_rate" else float(value)
+    except ValueError as exc:
+        raise ProtocolError(f"{name} must be a number", code=f"invalid_{name}") from exc
 
 
 def client_message(kind: str, **fields: Any) -> str:
@@ -254,8 +278,27 @@ class ErrorMessage:
 ServerMessage = SessionStart | SynthesisStart | WordTimestamps | SynthesisComplete | Cancelled | ErrorMessage
 
 
+_SERVER_TYPES: dict[str, type[ServerMessage]] = {
+    cls.__dataclass_fields__["type"].default: cls  # type: ignore[misc]
+    for cls in (SessionStart, SynthesisStart, WordTimestamps, SynthesisComplete, Cancelled, ErrorMessage)
+}
+
+
 def encode_server_message(message: ServerMessage) -> str:
     return json.dumps(asdict(message), separators=(",", ":"))
+
+
+def parse_server_message(data: Mapping[str, Any]) -> ServerMessage | None:
+    """A control frame as its typed message, for clients; None for a type this client does not
+    know (a newer server). Fields it does not know are ignored; a missing one is a ``ProtocolError``."""
+    cls = _SERVER_TYPES.get(str(data.get("type")))
+    if cls is None:
+        return None
+    known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+    try:
+        return cls(**known)
+    except TypeError as exc:
+        raise ProtocolError(f"malformed {data.get('type')} message: {exc}", code="invalid_message") from exc
 
 
 def classify_frame(frame: str | bytes) -> dict[str, Any] | bytes:
@@ -298,7 +341,10 @@ class AudioEvent:
 @dataclass(frozen=True, slots=True)
 class ControlEvent:
     message: dict[str, Any]
+    """The message as it came (JSON object)."""
     received_at: float
+    parsed: ServerMessage | None = None
+    """The same as its protocol type (None for a type this client does not know)."""
 
     @property
     def type(self) -> str:

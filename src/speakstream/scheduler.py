@@ -3,8 +3,11 @@
 Policy: the first chunk of any reply jumps the queue (that is what a listener waits for);
 otherwise sessions are served round-robin, one chunk each, so a long reply cannot starve a short
 one. A cancelled or disconnected session's queued chunks are dropped at once. Inference runs in
-worker threads, never on the event loop; the queue is bounded and a full queue refuses new work
-with a retryable ``Overloaded`` error.
+worker threads, never on the event loop.
+
+Admission has one counter: a reply ``reserve``s room for the chunks it may have in flight before
+its first chunk is queued, and a reservation over ``max_queue`` is refused with a retryable
+``Overloaded``; a reply never has more chunks queued than it reserved, so the queue stays bounded.
 """
 
 from __future__ import annotations
@@ -74,6 +77,10 @@ class Scheduler:
     def queued(self) -> int:
         return self._queued
 
+    @property
+    def reserved(self) -> int:
+        return self._reserved
+
     def reserve(self, slots: int) -> None:
         """Admission: room for a reply's chunks in flight, or a retryable ``Overloaded``."""
         if self._reserved + slots > self.max_queue:
@@ -98,9 +105,7 @@ class Scheduler:
         self._executor.shutdown(wait=True, cancel_futures=True)
 
     def submit(self, session_id: str, request_id: str, index: int, text: str, *, voice: str, speed: float) -> Job:
-        """Queue one chunk; its future gets the audio. Raises ``Overloaded`` when full."""
-        if self._queued >= self.max_queue:
-            raise Overloaded(f"synthesis queue is full ({self.max_queue} chunks); retry shortly")
+        """Queue one chunk of an admitted reply (see ``reserve``); its future gets the audio."""
         job = Job(session_id, request_id, index, text, voice, speed, asyncio.get_running_loop().create_future())
         queue = self._queues.setdefault(session_id, deque())
         if not queue and session_id not in self._rotation:

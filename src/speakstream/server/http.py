@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput, SpeakstreamError
-from speakstream.protocol import sse_event
+from speakstream.protocol import Options, sse_event
 from speakstream.server.reply import Reply
 from speakstream.server.runtime import Runtime
 
@@ -114,26 +114,11 @@ async def _invocation_reply(request: Request, runtime: Runtime) -> Reply:
     text = check_text(data.get("text"))
     if len(text) > runtime.config.max_text_chars:
         raise InvalidInput(f"text is over the {runtime.config.max_text_chars}-character limit", code="text_too_long")
-    settings = runtime.settings(
-        voice=data.get("voice"),
-        speed=_number(data.get("speed"), "speed", float),
-        format=data.get("format"),
-        sample_rate=_number(data.get("sample_rate"), "sample_rate", int),
-        chunking=data.get("chunking"),
-    )
+    settings = runtime.settings(Options.parse(data, strings=True))
     reply = runtime.reply(runtime.new_id("http"), _request_id(data), settings)
     reply.push(text)
     reply.end_input()
     return reply
-
-
-def _number(value: Any, name: str, kind: type[float] | type[int]) -> Any:
-    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
-        return value
-    try:
-        return kind(value)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"{name} must be a number", code=f"invalid_{name}") from exc
 
 
 def _request_id(data: dict[str, Any]) -> str | None:

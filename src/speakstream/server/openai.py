@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from speakstream.engine.base import check_text
 from speakstream.engine.voices import VOICE_ALIASES
 from speakstream.errors import InvalidInput, SpeakstreamError
-from speakstream.protocol import sse_event
+from speakstream.protocol import Options, sse_event
 from speakstream.server.http import audio_stream, error_response, json_body, runtime_of
 from speakstream.server.reply import Reply
 from speakstream.server.runtime import Runtime
@@ -58,8 +58,8 @@ async def _speech_reply(request: Request, runtime: Runtime) -> tuple[Reply, str]
     stream_format = data.get("stream_format", "audio")
     if stream_format not in ("audio", "sse"):
         raise InvalidInput("stream_format must be 'audio' or 'sse'", code="invalid_stream_format")
-    speed = data.get("speed", 1.0)
-    settings = runtime.settings(voice=voice, speed=speed, format=OPENAI_FORMATS[response_format])
+    options = {"voice": voice, "speed": data.get("speed"), "format": OPENAI_FORMATS[response_format]}
+    settings = runtime.settings(Options.parse(options))
     reply = runtime.reply(runtime.new_id("openai"), None, settings)
     reply.push(text)
     reply.end_input()

@@ -123,17 +123,22 @@ class Reply:
             self._release()
 
     def push(self, fragment: str) -> None:
-        if self._ended:
-            raise InvalidInput(f"request {self.request_id} already ended its input", code="request_closed")
-        self._received += len(fragment)
-        if self._received > self._max_text_chars:
-            raise InvalidInput(f"text is over the {self._max_text_chars}-character limit", code="text_too_long")
+        """Raw text (an LLM delta): this reply's chunker decides where chunks end."""
+        self._take(fragment)
         self._queue_texts(self._chunker.feed(fragment))
 
-    def cut(self) -> None:
-        """Speak what was pushed so far without waiting for more text (the reply stays open)."""
-        if not self._ended:
-            self._queue_texts(self._chunker.cut())
+    def push_chunk(self, text: str) -> None:
+        """Text the client already chunked: spoken as one chunk, as it is (after anything pushed
+        before it), so a chunking client such as ``VoiceAgent`` is the only one that decides."""
+        self._take(text)
+        self._queue_texts([*self._chunker.cut(), *([text.strip()] if text.strip() else [])])
+
+    def _take(self, text: str) -> None:
+        if self._ended:
+            raise InvalidInput(f"request {self.request_id} already ended its input", code="request_closed")
+        self._received += len(text)
+        if self._received > self._max_text_chars:
+            raise InvalidInput(f"text is over the {self._max_text_chars}-character limit", code="text_too_long")
 
     def end_input(self) -> None:
         if self._ended:
@@ -151,14 +156,17 @@ class Reply:
         """Encoded audio chunk by chunk; the last item holds the encoder's tail (no words)."""
         self.admit()
         encoder = open_encoder(self.fmt.name, output_rate_hz=self.sample_rate, bitrate=self.settings.bitrate)
-        jobs: asyncio.Queue[Job | SpeakstreamError | None] = asyncio.Queue(maxsize=self._lookahead)
-        submitter = asyncio.create_task(self._submit(jobs), name=f"submit-{self.request_id}")
+        jobs: asyncio.Queue[Job | SpeakstreamError | None] = asyncio.Queue(maxsize=self._lookahead + 2)
+        in_flight = asyncio.Semaphore(self._lookahead + 1)  # exactly the slots ``admit`` reserved
+        submitter = asyncio.create_task(self._submit(jobs, in_flight), name=f"submit-{self.request_id}")
         try:
             sequence = 0
             while (job := await jobs.get()) is not None:
                 if isinstance(job, SpeakstreamError):
                     raise job
-                yield await self._encode(encoder, job, sequence)
+                out = await self._encode(encoder, job, sequence)
+                in_flight.release()
+                yield out
                 sequence += 1
             if self.stats.chunks == 0:
                 raise InvalidInput("the text has nothing speakable", code="empty_text")
@@ -174,7 +182,7 @@ class Reply:
                 encoder.close()
             self.release()
 
-    async def _submit(self, jobs: asyncio.Queue[Job | SpeakstreamError | None]) -> None:
+    async def _submit(self, jobs: asyncio.Queue[Job | SpeakstreamError | None], in_flight: asyncio.Semaphore) -> None:
         index = 0
         while True:
             while not self._texts and not self._ended:
@@ -182,18 +190,19 @@ class Reply:
                 await self._text_ready.wait()
             if not self._texts:
                 break
+            await in_flight.acquire()
             text = self._texts.popleft()
             self.texts.append(text)
             try:
                 job = self.scheduler.submit(
                     self.session_id, self.request_id, index, text, voice=self.settings.voice, speed=self.settings.speed
                 )
-            except SpeakstreamError as exc:  # e.g. the queue is full: the reply fails with it
-                await jobs.put(exc)
+            except SpeakstreamError as exc:  # the reply fails with it
+                jobs.put_nowait(exc)
                 return
             index += 1
-            await jobs.put(job)
-        await jobs.put(None)
+            jobs.put_nowait(job)  # bounded by ``in_flight``
+        jobs.put_nowait(None)
 
     async def _encode(self, encoder: Encoder, job: Job, sequence: int) -> ChunkOut:
         try:

@@ -13,12 +13,13 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from speakstream.config import ServerConfig
 from speakstream.engine.base import Engine
 from speakstream.engine.voices import VOICE_ALIASES
 from speakstream.errors import Overloaded, SpeakstreamError
+from speakstream.protocol import Options
 from speakstream.scheduler import Job, Scheduler
 from speakstream.server.metrics import Metrics
 from speakstream.server.reply import Reply, ReplySettings
@@ -105,16 +106,22 @@ class Runtime:
             max_text_chars=self.config.max_text_chars,
         )
 
-    def settings(self, **overrides: Any) -> ReplySettings:
-        defaults: dict[str, Any] = {
-            "voice": self.config.voice,
-            "speed": self.config.speed,
-            "format": self.config.format,
-        }
-        defaults.update({k: v for k, v in overrides.items() if v is not None})
-        if isinstance(defaults["voice"], str):
-            defaults["voice"] = VOICE_ALIASES.get(defaults["voice"], defaults["voice"])
-        return ReplySettings(**defaults)
+    @property
+    def defaults(self) -> Options:
+        """The server's defaults, under every request's options."""
+        return Options(voice=self.config.voice, speed=self.config.speed, format=self.config.format, chunking="auto")
+
+    def settings(self, options: Options) -> ReplySettings:
+        """What a reply is spoken with: the request's options over the server's defaults."""
+        merged = options.over(self.defaults)
+        voice = merged.voice or self.config.voice
+        return ReplySettings(
+            voice=VOICE_ALIASES.get(voice, voice),
+            speed=merged.speed or self.config.speed,
+            format=merged.format or self.config.format,
+            sample_rate=merged.sample_rate,
+            chunking=merged.chunking or "auto",
+        )
 
     def error(self, exc: SpeakstreamError) -> None:
         self.metrics.errors.labels(exc.code).inc()
