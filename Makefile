@@ -8,7 +8,8 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 OUT    ?= demo-out
 
-.PHONY: demo test test-full lint typecheck assets bench clean
+.PHONY: demo test test-fast test-full test-repeat lint typecheck assets bench clean
+FAST   := not model and not asr and not llm and not browser and not slow and not full
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,17 +30,29 @@ demo: $(VENV)/.runtime
 	$(BIN)/speakstream agent demo --wav $(OUT)/bidi-reply.wav
 
 lint: $(VENV)/.dev
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 
 typecheck: $(VENV)/.dev
 	$(BIN)/mypy
 
 test: $(VENV)/.dev
 	$(BIN)/speakstream assets fetch
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+# The inner loop: no model, no ASR, no LLM, no browser (under a minute).
+test-fast: $(VENV)/.dev
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/pytest -q -m "$(FAST)"
+
+# The tests that start servers or use time, RUNS times in a row beside LOAD busy processes.
+RUNS ?= 20
+LOAD ?= 2
+test-repeat: $(VENV)/.dev
+	$(BIN)/speakstream assets fetch
+	$(BIN)/python scripts/repeat_tests.py --runs $(RUNS) --load $(LOAD) tests/server tests/agent tests/loadtest tests/cli
 
 test-full: $(VENV)/.dev
 	$(BIN)/speakstream assets fetch

@@ -7,11 +7,21 @@ from collections.abc import Iterator
 import pytest
 
 from speakstream.bench.asr import Recognizer, recognizer
-from speakstream.config import ServerConfig
 from speakstream.engine.fake import FakeEngine
 from speakstream.engine.kokoro import KokoroEngine
-from speakstream.server.app import create_app
+from speakstream.loadtest.servers import start_server
 from speakstream.server.serve import ThreadedServer
+
+_MARKS_BY_FIXTURE = {"kokoro": "model", "kokoro_server": "model", "asr": "asr"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses the real model or Whisper carries that marker, so ``make test-fast``
+    (``-m "not model and not asr ..."``) can never load them by accident."""
+    for item in items:
+        for fixture, mark in _MARKS_BY_FIXTURE.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(mark)
 
 
 @pytest.fixture(scope="session")
@@ -23,11 +33,6 @@ def kokoro() -> KokoroEngine:
 @pytest.fixture(scope="session")
 def asr() -> Recognizer:
     return recognizer()
-
-
-def start_server(engine: object, **config: object) -> ThreadedServer:
-    settings = ServerConfig(**config)  # type: ignore[arg-type]
-    return ThreadedServer(create_app(settings, engine_factory=lambda: engine)).start()  # type: ignore[arg-type,return-value]
 
 
 @pytest.fixture

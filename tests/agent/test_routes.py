@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -10,19 +11,15 @@ import websockets
 
 from speakstream.agent.routes import agent_routes
 from speakstream.client import stream_events
-from speakstream.config import ServerConfig
 from speakstream.engine.fake import FakeEngine
-from speakstream.server.app import create_app
+from speakstream.loadtest.servers import start_server
 from speakstream.server.serve import ThreadedServer
 
 
 @pytest.fixture
-def agent_server() -> ThreadedServer:
-    app = create_app(
-        ServerConfig(), engine_factory=lambda: FakeEngine(seconds_per_char=0.002), extra_routes=agent_routes()
-    )
-    server = ThreadedServer(app).start()
-    yield server  # type: ignore[misc]
+def agent_server() -> Iterator[ThreadedServer]:
+    server = start_server(FakeEngine(seconds_per_char=0.002), routes=agent_routes())
+    yield server
     server.stop()
 
 

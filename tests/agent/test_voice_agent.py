@@ -9,9 +9,8 @@ from speakstream.agent.sources import OpenAISource, ReplaySource
 from speakstream.agent.voice_agent import VoiceAgent
 from speakstream.client import SpeechSession
 from speakstream.engine.fake import FakeEngine
-from speakstream.loadtest.servers import server_counts, settled
+from speakstream.loadtest.servers import server_counts, settled, start_server
 from speakstream.server.serve import ThreadedServer
-from tests.conftest import start_server
 
 FAST = ReplaySource(reply_id="long", ttft_s=0.02, tokens_per_s=400.0)
 

@@ -134,14 +134,18 @@ def test_inference_off_the_event_loop_keeps_it_responsive(kokoro: KokoroEngine) 
                 last = now
 
         ticker = asyncio.create_task(tick())
+        started = time.perf_counter()
         try:
             await asyncio.to_thread(kokoro.synthesize, " ".join(SENTENCES), voice="af_heart")
         finally:
+            synthesis_s = time.perf_counter() - started
             ticker.cancel()
             await asyncio.gather(ticker, return_exceptions=True)
-        return max(gaps)
+        return max(gaps) / synthesis_s
 
-    assert asyncio.run(scenario()) < 0.5  # synthesis takes seconds; the loop never stalls for long
+    # a ratio, so a busy machine slows both sides: the loop's longest stall is a small part of the
+    # synthesis it ran beside (seconds), never the whole of it as a blocking call would be
+    assert asyncio.run(scenario()) < 0.2
 
 
 def test_async_synthesis(kokoro: KokoroEngine) -> None:

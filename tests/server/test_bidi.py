@@ -14,10 +14,9 @@ from speakstream.engine.base import CancelToken
 from speakstream.engine.fake import FakeEngine
 from speakstream.errors import SpeakstreamError
 from speakstream.loadtest.fuzz import BAD_INPUTS
-from speakstream.loadtest.servers import server_counts, settled
+from speakstream.loadtest.servers import server_counts, settled, start_server
 from speakstream.server.serve import ThreadedServer
 from speakstream.types import AudioChunk
-from tests.conftest import start_server
 from tests.server.helpers import drain_until, next_control
 
 REPLY = "Thanks for waiting, I found your booking. Your flight leaves tomorrow. Is there anything else?"

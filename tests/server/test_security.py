@@ -9,8 +9,8 @@ import websockets
 from speakstream.client import SpeechSession
 from speakstream.engine.fake import FakeEngine
 from speakstream.errors import SpeakstreamError
+from speakstream.loadtest.servers import start_server
 from speakstream.server.serve import ThreadedServer
-from tests.conftest import start_server
 
 KEY = "s3cret-key"
 

@@ -47,13 +47,14 @@ async def slow_reader(send_timeout_s: float = 1.0) -> dict[str, Any]:
         started = time.perf_counter()
         async with SpeechSession(server.ws_url) as healthy:
             ok = await healthy.collect(await healthy.speak("I am still served."))
-        await settled(server, 10_000, timeout=30)
+        left = await settled(server, 10_000, timeout=30)
         dropped_after = time.perf_counter() - started
         rss_growth = own_rss_mb() - rss_before
         stuck.transport.abort()
     finally:
         server.stop()
     return {
+        "dropped": left["sessions"] == 0,
         "dropped_after_s": round(dropped_after, 2),
         "send_timeout_s": send_timeout_s,
         "others_unaffected": (ok.final or {}).get("type") == "synthesis_complete",

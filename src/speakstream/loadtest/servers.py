@@ -4,18 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from starlette.routing import BaseRoute
+
 from speakstream.config import ServerConfig
+from speakstream.engine.base import Engine
 from speakstream.engine.fake import FakeEngine
 from speakstream.server.app import create_app
 from speakstream.server.serve import ThreadedServer
 
 
-def fake_server(engine: FakeEngine | None = None, **config: Any) -> ThreadedServer:
-    app = create_app(ServerConfig(**config), engine_factory=lambda: engine or FakeEngine(seconds_per_char=0.002))
+def start_server(engine: Engine, *, routes: Sequence[BaseRoute] = (), **config: Any) -> ThreadedServer:
+    """A real server (uvicorn on 127.0.0.1, its own thread) with this engine, extra routes (the
+    agent's, the web page's) and ``ServerConfig`` fields; the suites' and the tests' one factory.
+    Stop it with ``.stop()``."""
+    app = create_app(ServerConfig(**config), engine_factory=lambda: engine, extra_routes=list(routes))
     return ThreadedServer(app).start()
+
+
+def fake_server(engine: FakeEngine | None = None, **config: Any) -> ThreadedServer:
+    return start_server(engine or FakeEngine(seconds_per_char=0.002), **config)
 
 
 def own_rss_mb() -> float:

@@ -1,0 +1,148 @@
+"""``Reply`` on its own: chunking, ordering, the in-flight bound and admission (fake engine)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator
+
+import pytest
+
+from speakstream.engine.base import CancelToken
+from speakstream.engine.fake import FakeEngine
+from speakstream.errors import InvalidInput
+from speakstream.scheduler import Scheduler
+from speakstream.server.reply import ChunkOut, Reply, ReplySettings
+from speakstream.types import AudioChunk
+
+TEXT = "Thanks for waiting, I found your booking. Your flight leaves tomorrow. Is there anything else?"
+
+
+class CountingEngine(FakeEngine):
+    """Records how many chunks of the reply were at the scheduler at each synthesis."""
+
+    def __init__(self) -> None:
+        super().__init__(seconds_per_char=0.0005)
+        self.scheduler: Scheduler | None = None
+        self.in_flight: list[int] = []
+
+    def synthesize(
+        self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
+    ) -> AudioChunk:
+        assert self.scheduler is not None
+        self.in_flight.append(self.scheduler.queued + 1)
+        return super().synthesize(text, voice=voice, speed=speed, cancel=cancel)
+
+
+@pytest.fixture
+async def scheduler() -> AsyncIterator[Scheduler]:
+    engine = CountingEngine()
+    scheduler = Scheduler(engine, max_queue=8)
+    engine.scheduler = scheduler
+    await scheduler.start()
+    yield scheduler
+    await scheduler.stop()
+
+
+def _reply(scheduler: Scheduler, **settings: object) -> Reply:
+    return Reply(scheduler, session_id="s", request_id="r", settings=ReplySettings(**settings), lookahead=2)  # type: ignore[arg-type]
+
+
+async def _all(reply: Reply, *, slow_consumer: bool = False) -> list[ChunkOut]:
+    outs = []
+    async for out in reply.outputs():
+        outs.append(out)
+        if slow_consumer:
+            await asyncio.sleep(0.02)
+    return outs
+
+
+async def test_chunks_come_in_order_with_running_offsets(scheduler: Scheduler) -> None:
+    reply = _reply(scheduler)
+    reply.push(TEXT)
+    reply.end_input()
+    outs = await _all(reply)
+    spoken = [o for o in outs if o.text]
+    assert [o.text for o in spoken] == reply.texts and " ".join(reply.texts) == TEXT
+    assert [o.sequence for o in outs] == list(range(len(outs)))
+    for before, after in itertools.pairwise(spoken):
+        assert after.offset_s == pytest.approx(before.offset_s + before.duration_s)
+    assert reply.stats.audio_bytes == sum(len(o.data) for o in outs) > 0
+    assert scheduler.reserved == 0 and scheduler.queued == 0
+
+
+async def test_a_reply_never_has_more_chunks_queued_than_it_reserved(scheduler: Scheduler) -> None:
+    reply = _reply(scheduler, chunking="sentences")
+    reply.push(" ".join(["One short sentence."] * 12))
+    reply.end_input()
+    await _all(reply, slow_consumer=True)
+    engine = scheduler.engine
+    assert isinstance(engine, CountingEngine)
+    assert len(engine.in_flight) == 12 and max(engine.in_flight) <= 3  # lookahead 2 + the one being sent
+
+
+async def test_a_client_chunk_is_spoken_as_it_is(scheduler: Scheduler) -> None:
+    reply = _reply(scheduler)
+    reply.push("Raw words that are not")
+    reply.push_chunk("Well, this one, with commas, is a chunk. Even two sentences. ")
+    reply.end_input()
+    await _all(reply)
+    assert reply.texts == ["Raw words that are not", "Well, this one, with commas, is a chunk. Even two sentences."]
+
+
+@pytest.mark.parametrize(("chunking", "count"), [("auto", 4), ("sentences", 3), ("none", 1)])
+async def test_chunking_modes(scheduler: Scheduler, chunking: str, count: int) -> None:
+    reply = _reply(scheduler, chunking=chunking)
+    reply.push(TEXT)
+    reply.end_input()
+    await _all(reply)
+    assert len(reply.texts) == count
+
+
+async def test_input_rules(scheduler: Scheduler) -> None:
+    reply = Reply(scheduler, session_id="s", request_id="r", settings=ReplySettings(), max_text_chars=10)
+    with pytest.raises(InvalidInput) as too_long:
+        reply.push("x" * 11)
+    assert too_long.value.code == "text_too_long"
+    reply.end_input()
+    with pytest.raises(InvalidInput) as closed:
+        reply.push("more")
+    assert closed.value.code == "request_closed"
+    with pytest.raises(InvalidInput) as unknown:
+        _reply(scheduler, voice="xx_nobody")
+    assert unknown.value.code == "unknown_voice"
+
+
+async def test_nothing_speakable_is_an_error_and_releases_its_slots(scheduler: Scheduler) -> None:
+    reply = _reply(scheduler)
+    reply.push("   ")
+    reply.end_input()
+    with pytest.raises(InvalidInput) as empty:
+        await _all(reply)
+    assert empty.value.code == "empty_text"
+    assert scheduler.reserved == 0
+
+
+async def test_a_reply_cut_short_releases_everything(scheduler: Scheduler) -> None:
+    reply = _reply(scheduler, format="mp3")
+    reply.push(" ".join([TEXT] * 3))
+    reply.end_input()
+    outputs = reply.outputs()
+    await anext(outputs)
+    await outputs.aclose()  # the client went away after the first chunk
+    assert scheduler.reserved == 0 and scheduler.queued == 0
+
+
+async def test_admission_refuses_a_reply_over_the_limit(scheduler: Scheduler) -> None:
+    first, second, third = (_reply(scheduler) for _ in range(3))
+    first.admit()
+    first.admit()  # idempotent
+    second.admit()
+    with pytest.raises(Exception, match="limit") as refused:
+        third.admit()
+    assert getattr(refused.value, "retryable", False)
+    first.release()
+    third.admit()
+    second.release()
+    third.release()
+    assert scheduler.reserved == 0
