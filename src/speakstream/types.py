@@ -69,10 +69,6 @@ class AudioChunk:
     def duration_s(self) -> float:
         return len(self.samples) / self.sample_rate
 
-    def to_pcm16(self) -> bytes:
-        """Little-endian signed 16-bit PCM, the wire's raw format."""
-        return float_to_pcm16(self.samples)
-
 
 def float_to_pcm16(samples: NDArray[np.float32]) -> bytes:
     clipped = np.clip(samples, -1.0, 1.0)

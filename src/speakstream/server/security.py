@@ -17,7 +17,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from speakstream.config import ServerConfig
 
 OPEN_PATHS = ("/ping",)
-PAGE_PATHS = ("/", "/static/")
 
 
 class SecurityMiddleware:
