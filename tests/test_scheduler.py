@@ -1,43 +1,59 @@
-"""The scheduler on its own: priority, round-robin, cancel and admission (fake engine)."""
+"""The scheduler on its own: window-by-window priority, round-robin, cancel and admission."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
+import numpy as np
 import pytest
 
-from speakstream.engine.base import CancelToken
+from speakstream.engine.base import CancelToken, SynthesisCancelled
 from speakstream.engine.fake import FakeEngine
-from speakstream.errors import Overloaded
+from speakstream.errors import EngineError, Overloaded
 from speakstream.scheduler import Job, Scheduler
-from speakstream.types import AudioChunk
+from speakstream.types import AudioPiece
 
 
-class GateEngine(FakeEngine):
-    """Holds its first synthesis until ``gate`` opens, so a queue can be built up behind it."""
+class StepEngine(FakeEngine):
+    """Every chunk is ``windows`` pieces and every step is logged as ``text:i``; the chunk "hold"
+    waits at its first step until ``gate`` opens, so a queue can build up behind it."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, windows: int = 2) -> None:
+        super().__init__(fail_when=lambda text: text == "bad")
+        self.windows = windows
         self.gate = threading.Event()
+        self.second_gate = threading.Event()
+        """Holds the second window of "hold" while cleared (set by default)."""
+        self.second_gate.set()
         self.busy = threading.Event()
+        self.log: list[str] = []
 
-    def synthesize(
+    def stream(
         self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
-    ) -> AudioChunk:
-        if text == "hold":
-            self.busy.set()
-            while not self.gate.wait(0.005):
-                if cancel is not None:
-                    cancel.check()
-        return super().synthesize(text, voice=voice, speed=speed, cancel=cancel)
+    ) -> Iterator[AudioPiece]:
+        if self.fail_when and self.fail_when(text):
+            raise EngineError("injected failure")
+        for i in range(self.windows):
+            if text == "hold":
+                self.busy.set()
+                while not (self.gate if i == 0 else self.second_gate).wait(0.005):
+                    if cancel is not None:
+                        cancel.check()
+            self.log.append(f"{text}:{i}")
+            last = i == self.windows - 1
+            yield AudioPiece(np.zeros(240, np.float32), i, i * 0.01, self.windows * 0.01, (), last)
+
+
+async def pieces(job: Job) -> list[AudioPiece]:
+    return [p async for p in job.stream()]
 
 
 @pytest.fixture
-async def held() -> AsyncIterator[tuple[Scheduler, GateEngine, Job]]:
-    """A scheduler whose one worker is busy with a 'hold' job until the gate opens."""
-    engine = GateEngine()
+async def held() -> AsyncIterator[tuple[Scheduler, StepEngine, Job]]:
+    """A scheduler whose one worker is busy with the first window of 'hold' until the gate opens."""
+    engine = StepEngine()
     scheduler = Scheduler(engine, max_queue=16)
     await scheduler.start()
     hold = scheduler.submit("holder", "h", 0, "hold", voice="af_heart", speed=1.0)
@@ -46,6 +62,7 @@ async def held() -> AsyncIterator[tuple[Scheduler, GateEngine, Job]]:
         yield scheduler, engine, hold
     finally:
         engine.gate.set()
+        engine.second_gate.set()
         await scheduler.stop()
 
 
@@ -53,63 +70,88 @@ def _submit(scheduler: Scheduler, session: str, index: int) -> Job:
     return scheduler.submit(session, f"{session}-r", index, f"{session}{index}", voice="af_heart", speed=1.0)
 
 
-async def test_a_first_chunk_jumps_the_queue(held: tuple[Scheduler, GateEngine, Job]) -> None:
-    scheduler, engine, _ = held
-    later = [_submit(scheduler, "a", i) for i in (1, 2, 3)]
+async def test_a_first_window_jumps_the_queue(held: tuple[Scheduler, StepEngine, Job]) -> None:
+    scheduler, engine, hold = held
+    later = _submit(scheduler, "a", 1)
     first = _submit(scheduler, "b", 0)
     engine.gate.set()
-    await asyncio.wait_for(asyncio.gather(*(j.future for j in [*later, first])), 10)
-    assert engine.calls[1:] == ["b0", "a1", "a2", "a3"]
+    await asyncio.wait_for(asyncio.gather(*(pieces(j) for j in (hold, later, first))), 10)
+    assert engine.log == ["hold:0", "b0:0", "a1:0", "hold:1", "b0:1", "a1:1"]
 
 
-async def test_sessions_are_served_round_robin(held: tuple[Scheduler, GateEngine, Job]) -> None:
-    scheduler, engine, _ = held
-    jobs = [_submit(scheduler, s, i) for s in ("a", "b", "c") for i in (1, 2)]
-    assert scheduler.queued == 6
+async def test_sessions_take_turns_window_by_window_and_chunks_keep_their_order(
+    held: tuple[Scheduler, StepEngine, Job],
+) -> None:
+    scheduler, engine, hold = held
+    jobs = [_submit(scheduler, "a", 1), _submit(scheduler, "a", 2), _submit(scheduler, "b", 1)]
+    assert scheduler.queued == 4
     engine.gate.set()
-    await asyncio.wait_for(asyncio.gather(*(j.future for j in jobs)), 10)
-    assert engine.calls[1:] == ["a1", "b1", "c1", "a2", "b2", "c2"]
+    results = await asyncio.wait_for(asyncio.gather(*(pieces(j) for j in (hold, *jobs))), 10)
+    assert engine.log == ["hold:0", "a1:0", "b1:0", "hold:1", "a1:1", "b1:1", "a2:0", "a2:1"]
+    assert all([p.index for p in r] == [0, 1] and r[-1].last for r in results)
     assert scheduler.queued == 0
 
 
-async def test_without_priority_first_chunks_wait_their_turn() -> None:
-    engine = GateEngine()
+async def test_without_priority_first_windows_wait_their_turn() -> None:
+    engine = StepEngine()
     scheduler = Scheduler(engine, first_chunk_priority=False)
     await scheduler.start()
     try:
-        scheduler.submit("holder", "h", 0, "hold", voice="af_heart", speed=1.0)
+        hold = scheduler.submit("holder", "h", 0, "hold", voice="af_heart", speed=1.0)
         await asyncio.wait_for(asyncio.to_thread(engine.busy.wait, 10), 15)
-        jobs = [_submit(scheduler, "a", 1), _submit(scheduler, "a", 2), _submit(scheduler, "b", 0)]
+        jobs = [_submit(scheduler, "a", 1), _submit(scheduler, "b", 0)]
         engine.gate.set()
-        await asyncio.wait_for(asyncio.gather(*(j.future for j in jobs)), 10)
-        assert engine.calls[1:] == ["a1", "b0", "a2"]
+        await asyncio.wait_for(asyncio.gather(*(pieces(j) for j in (hold, *jobs))), 10)
+        assert engine.log == ["hold:0", "a1:0", "b0:0", "hold:1", "a1:1", "b0:1"]
     finally:
         engine.gate.set()
         await scheduler.stop()
 
 
 async def test_cancel_drops_queued_chunks_and_stops_the_running_one(
-    held: tuple[Scheduler, GateEngine, Job],
+    held: tuple[Scheduler, StepEngine, Job],
 ) -> None:
     scheduler, engine, hold = held
     mine = [_submit(scheduler, "a", i) for i in (0, 1)]
     other = _submit(scheduler, "b", 0)
     assert scheduler.cancel("a") == 2
-    assert scheduler.queued == 1 and all(j.future.cancelled() for j in mine)
-    scheduler.cancel("holder", "h")  # the running job: its token stops the engine mid-synthesis
-    assert hold.token.cancelled and hold.future.cancelled()
-    await asyncio.wait_for(other.future, 10)
-    assert engine.calls == ["b0"]  # "hold" never finished
+    assert scheduler.queued == 2
+    for job in mine:
+        with pytest.raises(SynthesisCancelled):
+            await asyncio.wait_for(pieces(job), 10)
+    scheduler.cancel("holder", "h")  # the running window: its token stops the engine mid-window
+    assert hold.token.cancelled
+    with pytest.raises(SynthesisCancelled):
+        await asyncio.wait_for(pieces(hold), 10)
+    assert len(await asyncio.wait_for(pieces(other), 10)) == 2
+    assert engine.log == ["b0:0", "b0:1"]  # nothing of the cancelled chunks was made
 
 
-async def test_cancel_of_one_request_keeps_the_others(held: tuple[Scheduler, GateEngine, Job]) -> None:
+async def test_cancel_between_windows_makes_nothing_more(held: tuple[Scheduler, StepEngine, Job]) -> None:
+    scheduler, engine, hold = held
+    engine.second_gate.clear()  # "hold" keeps the worker in its second window
+    job = _submit(scheduler, "a", 0)
+    engine.gate.set()
+    first = await asyncio.wait_for(anext(job.stream()), 10)
+    assert first.index == 0 and engine.log == ["hold:0", "a0:0"]
+    scheduler.cancel("a")  # "a0" waits between its windows
+    engine.second_gate.set()
+    await asyncio.wait_for(pieces(hold), 10)
+    with pytest.raises(SynthesisCancelled):
+        await asyncio.wait_for(pieces(job), 10)
+    assert "a0:1" not in engine.log
+
+
+async def test_cancel_of_one_request_keeps_the_others(held: tuple[Scheduler, StepEngine, Job]) -> None:
     scheduler, engine, _ = held
     keep = scheduler.submit("a", "keep", 0, "kept", voice="af_heart", speed=1.0)
     drop = scheduler.submit("a", "drop", 0, "dropped", voice="af_heart", speed=1.0)
     assert scheduler.cancel("a", "drop") == 1
     engine.gate.set()
-    await asyncio.wait_for(keep.future, 10)
-    assert drop.future.cancelled() and "dropped" not in engine.calls
+    assert len(await asyncio.wait_for(pieces(keep), 10)) == 2
+    with pytest.raises(SynthesisCancelled):
+        await asyncio.wait_for(pieces(drop), 10)
+    assert not any(step.startswith("dropped") for step in engine.log)
 
 
 async def test_admission_counts_reserved_slots() -> None:
@@ -128,13 +170,13 @@ async def test_admission_counts_reserved_slots() -> None:
 
 
 async def test_an_engine_failure_fails_one_job_not_the_worker() -> None:
-    scheduler = Scheduler(FakeEngine(fail_when=lambda text: text == "bad"))
+    scheduler = Scheduler(StepEngine())
     await scheduler.start()
     try:
         bad = scheduler.submit("a", "r", 0, "bad", voice="af_heart", speed=1.0)
         good = scheduler.submit("b", "r", 0, "good", voice="af_heart", speed=1.0)
-        with pytest.raises(Exception, match="injected failure"):
-            await asyncio.wait_for(bad.future, 10)
-        assert (await asyncio.wait_for(good.future, 10)).text == "good"
+        with pytest.raises(EngineError, match="injected failure"):
+            await asyncio.wait_for(pieces(bad), 10)
+        assert len(await asyncio.wait_for(pieces(good), 10)) == 2
     finally:
         await scheduler.stop()

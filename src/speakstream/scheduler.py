@@ -1,9 +1,12 @@
-"""One scheduler owns the engine and decides which chunk is synthesised next.
+"""One scheduler owns the engine and decides which piece of work runs next.
 
-Policy: the first chunk of any reply jumps the queue (that is what a listener waits for);
-otherwise sessions are served round-robin, one chunk each, so a long reply cannot starve a short
-one. A cancelled or disconnected session's queued chunks are dropped at once. Inference runs in
-worker threads, never on the event loop.
+The unit of work is one step of a chunk's synthesis: one window of the decoder (``Engine.stream``),
+so a long chunk never holds the engine for long. Policy: the first window of any reply jumps the
+queue (that is what a listener waits for); otherwise sessions are served round-robin, one window
+each, so a long reply cannot starve a short one, and within a session its chunks go in order. A
+cancelled or disconnected session's queued work is dropped at once and a running window is
+stopped (ONNX Runtime's terminate flag). Inference runs in worker threads, never on the event
+loop.
 
 Admission has one counter: a reply ``reserve``s room for the chunks it may have in flight before
 its first chunk is queued, and a reservation over ``max_queue`` is refused with a retryable
@@ -16,18 +19,21 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from speakstream.engine.base import CancelToken, Engine, SynthesisCancelled
 from speakstream.errors import EngineError, Overloaded, SpeakstreamError
-from speakstream.types import AudioChunk
+from speakstream.types import AudioPiece
+
+MAX_PIECES_AHEAD = 64
+"""Pieces of one chunk made but not yet taken by its reply (a chunk has far fewer windows)."""
 
 
 @dataclass(eq=False)
 class Job:
-    """One chunk of one reply waiting for (or in) synthesis."""
+    """One chunk of one reply, synthesised window by window."""
 
     session_id: str
     request_id: str
@@ -36,19 +42,56 @@ class Job:
     text: str
     voice: str
     speed: float
-    future: asyncio.Future[AudioChunk]
     enqueued_at: float = field(default_factory=time.perf_counter)
     started_at: float | None = None
     token: CancelToken = field(default_factory=CancelToken)
     """Stops the synthesis of this chunk if it is already running."""
+    pieces: asyncio.Queue[AudioPiece | BaseException | None] = field(
+        default_factory=lambda: asyncio.Queue(maxsize=MAX_PIECES_AHEAD)
+    )
+    steps: Iterator[AudioPiece] | None = None
+    made: int = 0
+    """Pieces made so far."""
+    running: bool = False
+    ended: bool = False
+    taken: Callable[[], None] | None = None
+    """Called when the reply takes a piece (room again in ``pieces``)."""
 
     @property
     def queue_wait_s(self) -> float:
         return (self.started_at or time.perf_counter()) - self.enqueued_at
 
+    @property
+    def first_window(self) -> bool:
+        """The first window of a reply: what a listener is waiting for."""
+        return self.index == 0 and self.made == 0
+
+    async def stream(self) -> AsyncIterator[AudioPiece]:
+        """The chunk's pieces as the engine makes them; raises what synthesis raised."""
+        while True:
+            item = await self.pieces.get()
+            if self.taken is not None:
+                self.taken()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def _end(self, last: AudioPiece | BaseException | None) -> None:
+        self.ended = True
+        self.steps = None
+        if last is not None:
+            self._put(last)
+        self._put(None)
+
+    def _put(self, item: AudioPiece | BaseException | None) -> None:
+        with contextlib.suppress(asyncio.QueueFull):  # only a reply that stopped reading fills it
+            self.pieces.put_nowait(item)
+
 
 class Scheduler:
-    """Queue of chunks for one engine, served by ``workers`` threads."""
+    """Queue of chunks for one engine, served window by window by ``workers`` threads."""
 
     def __init__(
         self,
@@ -57,7 +100,7 @@ class Scheduler:
         workers: int = 1,
         max_queue: int = 64,
         first_chunk_priority: bool = True,
-        on_done: Callable[[Job, AudioChunk | None], None] | None = None,
+        on_done: Callable[[Job, AudioPiece | None], None] | None = None,
     ) -> None:
         self.engine = engine
         self.workers = workers
@@ -66,16 +109,15 @@ class Scheduler:
         self._on_done = on_done
         self._queues: dict[str, deque[Job]] = {}
         self._rotation: deque[str] = deque()
-        self._queued = 0
         self._wakeup = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="speakstream-engine")
         self._tasks: list[asyncio.Task[None]] = []
-        self._running: set[Job] = set()
         self._reserved = 0
 
     @property
     def queued(self) -> int:
-        return self._queued
+        """Chunks waiting for (or in) synthesis."""
+        return sum(len(q) for q in self._queues.values())
 
     @property
     def reserved(self) -> int:
@@ -105,30 +147,26 @@ class Scheduler:
         self._executor.shutdown(wait=True, cancel_futures=True)
 
     def submit(self, session_id: str, request_id: str, index: int, text: str, *, voice: str, speed: float) -> Job:
-        """Queue one chunk of an admitted reply (see ``reserve``); its future gets the audio."""
-        job = Job(session_id, request_id, index, text, voice, speed, asyncio.get_running_loop().create_future())
+        """Queue one chunk of an admitted reply (see ``reserve``); ``job.stream()`` gives its audio."""
+        job = Job(session_id, request_id, index, text, voice, speed, taken=self._wakeup.set)
         queue = self._queues.setdefault(session_id, deque())
-        if not queue and session_id not in self._rotation:
+        if session_id not in self._rotation:
             self._rotation.append(session_id)
         queue.append(job)
-        self._queued += 1
         self._wakeup.set()
         return job
 
     def cancel(self, session_id: str, request_id: str | None = None) -> int:
-        """Stop a session's (or one request's) running chunk and drop its queued ones."""
-        for job in self._running:
-            if job.session_id == session_id and request_id in (None, job.request_id):
-                job.token.cancel()
-                job.future.cancel()
+        """Stop a session's (or one request's) chunks: the running window stops, the rest is dropped."""
         queue = self._queues.get(session_id)
         if not queue:
             return 0
-        dropped = [j for j in queue if request_id is None or j.request_id == request_id]
+        dropped = [j for j in queue if request_id in (None, j.request_id)]
         for job in dropped:
+            job.token.cancel()
             queue.remove(job)
-            job.future.cancel()
-        self._queued -= len(dropped)
+            if not job.running:
+                job._end(SynthesisCancelled("synthesis cancelled"))
         if not queue:
             self._forget(session_id)
         return len(dropped)
@@ -139,23 +177,18 @@ class Scheduler:
             self._rotation.remove(session_id)
 
     def _pick(self) -> Job | None:
-        """The next job: the oldest waiting first chunk, else the next session in rotation."""
-        if not self._rotation:
+        """The next step: the oldest waiting first window, else the next session in rotation."""
+        ready = [
+            s for s in self._rotation if (q := self._queues.get(s)) and not q[0].running and not q[0].pieces.full()
+        ]
+        if not ready:
             return None
-        session_id = self._rotation[0]
+        session_id = ready[0]
         if self.first_chunk_priority:
-            firsts = [q[0] for q in self._queues.values() if q and q[0].index == 0]
+            firsts = [self._queues[s][0] for s in ready if self._queues[s][0].first_window]
             if firsts:
                 session_id = min(firsts, key=lambda j: j.enqueued_at).session_id
-        queue = self._queues[session_id]
-        job = queue.popleft()
-        self._queued -= 1
-        self._rotation.remove(session_id)
-        if queue:
-            self._rotation.append(session_id)
-        else:
-            self._queues.pop(session_id, None)
-        return job
+        return self._queues[session_id][0]
 
     async def _work(self) -> None:
         loop = asyncio.get_running_loop()
@@ -165,32 +198,47 @@ class Scheduler:
                 self._wakeup.clear()
                 await self._wakeup.wait()
                 continue
-            if job.future.done():
-                continue
-            job.started_at = time.perf_counter()
-            self._running.add(job)
+            job.running = True
+            if job.started_at is None:
+                job.started_at = time.perf_counter()
             try:
-                chunk = await loop.run_in_executor(self._executor, self._synthesize, job)
+                piece = await loop.run_in_executor(self._executor, self._step, job)
             except SpeakstreamError as exc:
                 self._finish(job, None, exc)
             except Exception as exc:  # an engine bug must fail one request, not the worker
                 self._finish(job, None, EngineError(f"synthesis failed: {exc}"))
             else:
-                self._finish(job, chunk, None)
+                self._finish(job, piece, None)
             finally:
-                self._running.discard(job)
+                job.running = False
+                if job.session_id in self._rotation:  # its turn is over: to the back of the line
+                    self._rotation.remove(job.session_id)
+                    self._rotation.append(job.session_id)
+                self._wakeup.set()  # a session skipped while this job ran may be ready now
 
-    def _synthesize(self, job: Job) -> AudioChunk:
-        return self.engine.synthesize(job.text, voice=job.voice, speed=job.speed, cancel=job.token)
+    def _step(self, job: Job) -> AudioPiece | None:
+        """One unit of work, in a worker thread; None when the chunk had no more pieces."""
+        if job.steps is None:
+            job.steps = self.engine.stream(job.text, voice=job.voice, speed=job.speed, cancel=job.token)
+        return next(job.steps, None)
 
-    def _finish(self, job: Job, chunk: AudioChunk | None, error: BaseException | None) -> None:
+    def _finish(self, job: Job, piece: AudioPiece | None, error: BaseException | None) -> None:
         if self._on_done:
-            self._on_done(job, chunk)
-        if job.future.done():
+            self._on_done(job, piece)
+        if job.ended:
             return
-        if isinstance(error, SynthesisCancelled):
-            job.future.cancel()
-        elif error is not None:
-            job.future.set_exception(error)
-        elif chunk is not None:
-            job.future.set_result(chunk)
+        if job.token.cancelled:
+            error = SynthesisCancelled("synthesis cancelled")
+        if error is not None or piece is None or piece.last:
+            self._drop(job)
+            job._end(error if error is not None else piece)
+            return
+        job.made += 1
+        job._put(piece)
+
+    def _drop(self, job: Job) -> None:
+        queue = self._queues.get(job.session_id)
+        if queue and job in queue:
+            queue.remove(job)
+            if not queue:
+                self._forget(job.session_id)

@@ -79,3 +79,37 @@ def pcm16_to_float(data: bytes) -> NDArray[np.float32]:
     usable = len(data) - len(data) % 2
     ints = np.frombuffer(data[:usable], dtype="<i2")
     return (ints.astype(np.float32) / 32768.0).astype(np.float32)
+
+
+@dataclass(frozen=True, slots=True)
+class AudioPiece:
+    """A piece of one chunk's audio, as the engine streams it (windows of the decoder)."""
+
+    samples: NDArray[np.float32]
+    """Mono samples, float32 in [-1, 1], following the previous piece's without a gap."""
+    index: int
+    """0 for the chunk's first piece."""
+    offset_s: float
+    """Where this piece starts in the chunk's audio."""
+    chunk_duration_s: float
+    """The whole chunk's length, known from the model's durations before its audio is made."""
+    words: tuple[WordTimestamp, ...] = ()
+    """On the first piece: every word of the chunk (times from the chunk's start), known from the
+    durations; empty on the others."""
+    last: bool = False
+    timings: SynthesisTimings = field(default_factory=SynthesisTimings)
+    """The time this piece took (the first one includes phonemes and the model's front)."""
+    sample_rate: int = SAMPLE_RATE
+
+    @property
+    def duration_s(self) -> float:
+        return len(self.samples) / self.sample_rate
+
+
+def join_pieces(text: str, pieces: list[AudioPiece]) -> AudioChunk:
+    """The chunk a stream of pieces makes (``Engine.synthesize`` is this join of ``stream``)."""
+    samples = np.concatenate([p.samples for p in pieces]) if pieces else np.zeros(0, np.float32)
+    timings = SynthesisTimings(sum(p.timings.phonemize_s for p in pieces), sum(p.timings.inference_s for p in pieces))
+    words = pieces[0].words if pieces else ()
+    rate = pieces[0].sample_rate if pieces else SAMPLE_RATE
+    return AudioChunk(samples, rate, text, words, timings)

@@ -64,7 +64,7 @@ def test_explicit_model_dir_gets_its_derived_graphs(tmp_path: Path, monkeypatch:
     for name, path in cache.voice_files().items():
         (mine / "voices" / f"{name}.bin").symlink_to(path)
     found, done = assets.fetch(mine)
-    assert done == ["derived timed and fast graphs"]
+    assert done == ["derived timed, fast, front and decoder graphs"]
     assert assets.locate(mine).graph("fast").is_file()
     assert found.verify() == []
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from speakstream.engine.assets import GRAPHS
-from speakstream.engine.kokoro import FRAME_SAMPLES, KokoroEngine
+from speakstream.engine.decoding import FRAME_SAMPLES
+from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.phonemes import windows
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]

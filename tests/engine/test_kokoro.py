@@ -5,8 +5,10 @@ import numpy as np
 import pytest
 
 from speakstream.bench.asr import Recognizer, corpus_wer, timestamp_agreement
-from speakstream.engine.kokoro import FRAME_SAMPLES, KokoroEngine
-from speakstream.engine.phonemes import MAX_TOKENS
+from speakstream.engine.audio_edges import EdgePolicy
+from speakstream.engine.decoding import FRAME_SAMPLES
+from speakstream.engine.kokoro import KokoroEngine
+from speakstream.engine.phonemes import MAX_TOKENS, windows
 from speakstream.errors import InvalidInput, UnknownVoice
 from speakstream.types import SAMPLE_RATE
 
@@ -34,10 +36,14 @@ def test_audio_chunk_shape_and_words(kokoro: KokoroEngine) -> None:
 
 
 def test_durations_cover_the_audio_exactly(kokoro: KokoroEngine) -> None:
-    phonemized = kokoro.phonemizer.phonemize("Hello there, how are you today?")
-    audio, durations = kokoro._infer(phonemized.tokens, "af_heart", 1.0)
-    assert durations is not None and len(durations) == len(phonemized.tokens) + 2
-    assert int(durations.sum()) * FRAME_SAMPLES == len(audio)
+    text = "Hello there, how are you today?"
+    part = windows(kokoro.phonemizer.phonemize(text))[0]
+    assert kokoro.windowed is not None
+    u = kokoro.windowed.front(part, kokoro.voice_bank, "af_heart", 1.0, text, None, EdgePolicy())
+    audio = kokoro.windowed.decode(u, 0, u.frames, np.zeros((1, 1, 9), np.float32), None)
+    assert u.frames * FRAME_SAMPLES == len(audio)  # the front's durations count the decoder's frames
+    chunk = kokoro.synthesize(text, voice="af_heart")
+    assert chunk.words[-1].end_s <= chunk.duration_s == pytest.approx((u.end - u.head) / SAMPLE_RATE)
 
 
 def test_edge_silence_is_trimmed(kokoro: KokoroEngine) -> None:

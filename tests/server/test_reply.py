@@ -30,7 +30,7 @@ class CountingEngine(FakeEngine):
         self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
     ) -> AudioChunk:
         assert self.scheduler is not None
-        self.in_flight.append(self.scheduler.queued + 1)
+        self.in_flight.append(self.scheduler.queued)  # this chunk included
         return super().synthesize(text, voice=voice, speed=speed, cancel=cancel)
 
 
@@ -65,8 +65,11 @@ async def test_chunks_come_in_order_with_running_offsets(scheduler: Scheduler) -
     spoken = [o for o in outs if o.text]
     assert [o.text for o in spoken] == reply.texts and " ".join(reply.texts) == TEXT
     assert [o.sequence for o in outs] == list(range(len(outs)))
-    for before, after in itertools.pairwise(spoken):
+    for before, after in itertools.pairwise(spoken):  # chunks follow each other
+        assert after.offset_s == pytest.approx(before.offset_s + before.chunk_duration_s)
+    for before, after in itertools.pairwise(outs):  # and so do the pieces inside them
         assert after.offset_s == pytest.approx(before.offset_s + before.duration_s)
+    assert len(outs) > len(spoken) + 1  # the engine streamed inside chunks
     assert reply.stats.audio_bytes == sum(len(o.data) for o in outs) > 0
     assert scheduler.reserved == 0 and scheduler.queued == 0
 

@@ -69,6 +69,10 @@ class Assets:
             raise AssetError(f"unknown graph {kind!r}; choose one of {', '.join(GRAPHS)}", code="invalid_config")
         return self.model if kind == "original" else self.derived_dir / f"model.{kind}.onnx"
 
+    def split(self, part: str) -> Path:
+        """The ``front`` or ``decoder`` part of the fast graph, for windowed decoding."""
+        return self.derived_dir / f"model.{part}.onnx"
+
     def voice_files(self) -> dict[str, Path]:
         if not self.voices_dir.is_dir():
             return {}
@@ -81,9 +85,9 @@ class Assets:
             found.append(f"model file {self.model}")
         elif self.model.stat().st_size != MODEL_SIZE:
             found.append(f"model file {self.model} (wrong size)")
-        for kind in ("fast", "timed"):
-            if not self.graph(kind).is_file():
-                found.append(f"derived graph {self.graph(kind)}")
+        for path in (self.graph("fast"), self.graph("timed"), self.split("front"), self.split("decoder")):
+            if not path.is_file():
+                found.append(f"derived graph {path}")
         voices = self.voice_files()
         if len(voices) < VOICE_COUNT:
             found.append(f"voices in {self.voices_dir} ({len(voices)} of {VOICE_COUNT})")
@@ -229,19 +233,24 @@ def _derive(assets: Assets) -> list[str]:
     """Make the derived graphs from the verified model (once)."""
     import onnx  # heavy; only needed here
 
-    from speakstream.engine.graph import add_durations, float_convolutions
+    from speakstream.engine.graph import add_durations, float_convolutions, split
 
     made: list[str] = []
     stamp = assets.derived_dir / "derived.json"
-    wanted = {"model_sha256": MODEL_SHA256, "version": 3}
+    wanted = {"model_sha256": MODEL_SHA256, "version": 4}
     current = json.loads(stamp.read_text()) if stamp.is_file() else {}
-    if current == wanted and all(assets.graph(k).is_file() for k in ("fast", "timed")):
+    files = [assets.graph("fast"), assets.graph("timed"), assets.split("front"), assets.split("decoder")]
+    if current == wanted and all(f.is_file() for f in files):
         return made
     timed = add_durations(onnx.load(str(assets.model)))
     with _staging(assets.graph("timed")) as part:
         onnx.save(timed, str(part))
+    fast = float_convolutions(timed)
     with _staging(assets.graph("fast")) as part:
-        onnx.save(float_convolutions(timed), str(part))
+        onnx.save(fast, str(part))
+    for name, graph in zip(("front", "decoder"), split(fast), strict=True):
+        with _staging(assets.split(name)) as part:
+            onnx.save(graph, str(part))
     stamp.write_text(json.dumps(wanted))
-    made.append("derived timed and fast graphs")
+    made.append("derived timed, fast, front and decoder graphs")
     return made

@@ -6,12 +6,12 @@ import asyncio
 import math
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from speakstream.engine.voices import VoiceBank, VoiceInfo
 from speakstream.errors import InvalidInput, SpeakstreamError
-from speakstream.types import AudioChunk
+from speakstream.types import AudioChunk, AudioPiece, SynthesisTimings
 
 MIN_SPEED = 0.5
 MAX_SPEED = 2.0
@@ -69,6 +69,13 @@ class Engine(Protocol):
         """Speak ``text``; a cancelled ``cancel`` token stops it early with ``SynthesisCancelled``."""
         ...
 
+    def stream(
+        self, text: str, *, voice: str, speed: float = 1.0, cancel: CancelToken | None = None
+    ) -> Iterator[AudioPiece]:
+        """Speak ``text`` piece by piece (each ``next`` is one unit of work, e.g. a decoder window);
+        the pieces joined are ``synthesize``'s audio."""
+        ...
+
 
 def check_speed(speed: object) -> float:
     if isinstance(speed, bool) or not isinstance(speed, int | float) or not math.isfinite(speed):
@@ -108,6 +115,33 @@ class VoiceBankEngine(ABC):
         self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
     ) -> AudioChunk: ...
 
+    def stream(
+        self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
+    ) -> Iterator[AudioPiece]:
+        """For an engine that makes a chunk at once: its audio, cut into growing pieces."""
+        chunk = self.synthesize(text, voice=voice, speed=speed, cancel=cancel)
+        yield from cut_into_pieces(chunk)
+
     def checked(self, text: object, voice: str, speed: object) -> tuple[str, float, VoiceInfo]:
         """The text, speed and voice of a request, or the ``InvalidInput`` that explains why not."""
         return check_text(text), check_speed(speed), self.check_voice(voice)
+
+
+def cut_into_pieces(chunk: AudioChunk, first_s: float = 0.3, max_s: float = 2.4) -> Iterator[AudioPiece]:
+    """A whole chunk as pieces of 0.3, 0.6, 1.2, 2.4, 2.4 ... seconds (what a windowed engine yields)."""
+    rate, total, start, size, index = chunk.sample_rate, len(chunk.samples), 0, first_s, 0
+    while True:
+        end = min(total, start + max(1, int(size * rate)))
+        yield AudioPiece(
+            chunk.samples[start:end],
+            index,
+            start / rate,
+            chunk.duration_s,
+            chunk.words if index == 0 else (),
+            end >= total,
+            chunk.timings if index == 0 else SynthesisTimings(),
+            rate,
+        )
+        if end >= total:
+            return
+        start, size, index = end, min(max_s, size * 2), index + 1

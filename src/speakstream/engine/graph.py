@@ -3,6 +3,13 @@
 ``add_durations``: exposes the duration predictor's rounded output (one frame count per input
 token, frames of 600 samples) as an extra graph output, for word timestamps.
 
+``split``: cuts the model in two where the decoder begins, so the decoder can run on windows of
+frames (streaming inside a sentence). The *front* (tokens, style, speed -> durations, aligned
+features, F0 and energy curves) needs the whole utterance but is cheap; the *decoder* (those, plus
+the style -> audio) is nearly all of the cost and is convolutional, so a window of frames with
+some context on each side gives that window's audio. Its sine source sums the F0 curve (a CumSum):
+``split`` adds an input, ``phase``, that carries that sum into a window from the frames before it.
+
 ``float_convolutions``: the int8 export runs every convolution as ``ConvInteger`` on dynamically
 quantised activations, which is most of the CPU time. This rewrites the generator's ones as float
 ``Conv`` on dequantised weights (the same weights; the activations are simply not quantised any
@@ -22,6 +29,53 @@ import onnx
 from onnx import helper, numpy_helper
 
 DURATIONS = "/encoder/Round_output_0"
+FEATURES = "/encoder/MatMul_1_output_0"
+"""The aligned features, [1, 512, frames]."""
+F0 = "/encoder/Reshape_output_0"
+"""The pitch curve, [1, 2 x frames] (two values per 600-sample frame)."""
+ENERGY = "/encoder/Reshape_1_output_0"
+"""The energy (N) curve, [1, 2 x frames]."""
+PHASE = "phase"
+"""The decoder's added input: the sine source's phase (in cycles, one per harmonic) at the first
+frame of the window, [1, 1, harmonics]."""
+SINE_SUM = "/decoder/decoder/generator/m_source/l_sin_gen/CumSum"
+SINE_HARMONICS = "/decoder/decoder/generator/m_source/l_sin_gen/Constant_output_0"
+SINE_RATE = "/decoder/decoder/generator/m_source/l_sin_gen/Constant_1_output_0"
+
+
+def split(model: onnx.ModelProto) -> tuple[onnx.ModelProto, onnx.ModelProto]:
+    """(front, decoder) of a graph that has the durations output (``add_durations``)."""
+    from onnx.utils import Extractor
+
+    extractor = Extractor(model)
+    front = extractor.extract_model(["tokens", "style", "speed"], [DURATIONS, FEATURES, F0, ENERGY])
+    decoder = _add_phase_input(extractor.extract_model([FEATURES, F0, ENERGY, "style"], ["audio"]))
+    harmonics, rate = sine_constants(decoder)
+    helper.set_model_props(decoder, {"sine_harmonics": ",".join(f"{h:g}" for h in harmonics), "sine_rate": f"{rate:g}"})
+    return front, decoder
+
+
+def sine_constants(decoder: onnx.ModelProto) -> tuple[np.ndarray[Any, Any], float]:
+    """The sine source's harmonic multipliers and its sample rate, read from the graph."""
+    values = {
+        i.name: numpy_helper.to_array(i) for i in decoder.graph.initializer if i.name in (SINE_HARMONICS, SINE_RATE)
+    }
+    for node in decoder.graph.node:
+        if node.op_type == "Constant" and node.output[0] in (SINE_HARMONICS, SINE_RATE):
+            values[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+    return values[SINE_HARMONICS].ravel().astype(np.float64), float(values[SINE_RATE])
+
+
+def _add_phase_input(decoder: onnx.ModelProto) -> onnx.ModelProto:
+    node = next(n for n in decoder.graph.node if n.name == SINE_SUM)
+    summed = node.output[0]
+    node.output[0] = summed + "_window"
+    add = helper.make_node("Add", [summed + "_window", PHASE], [summed], name=SINE_SUM + "/carry")
+    position = list(decoder.graph.node).index(node) + 1
+    decoder.graph.node.insert(position, add)
+    harmonics = len(sine_constants(decoder)[0])
+    decoder.graph.input.append(helper.make_tensor_value_info(PHASE, onnx.TensorProto.FLOAT, [1, 1, harmonics]))
+    return decoder
 
 
 def add_durations(model: onnx.ModelProto) -> onnx.ModelProto:

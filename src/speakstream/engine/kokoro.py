@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,15 +15,13 @@ from numpy.typing import NDArray
 from speakstream.engine.assets import Assets, locate
 from speakstream.engine.audio_edges import EdgePolicy, trim_edges
 from speakstream.engine.base import CancelToken, SynthesisCancelled, VoiceBankEngine
+from speakstream.engine.decoding import WINDOW_PAUSE_S, WindowPolicy, word_times
 from speakstream.engine.normalize import normalize
 from speakstream.engine.phonemes import Phonemized, Phonemizer, windows
 from speakstream.engine.voices import VoiceBank
+from speakstream.engine.windowed import WindowedModel
 from speakstream.errors import EngineError, InvalidInput
-from speakstream.types import SAMPLE_RATE, AudioChunk, SynthesisTimings, WordTimestamp
-
-FRAME_SAMPLES = 600
-"""The duration predictor counts in frames of 600 samples (25 ms at 24 kHz)."""
-WINDOW_PAUSE_S = 0.12
+from speakstream.types import SAMPLE_RATE, AudioChunk, AudioPiece, SynthesisTimings, WordTimestamp, join_pieces
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,6 +41,8 @@ class EngineConfig:
     providers: tuple[str, ...] | None = None
     """Execution providers; None picks CUDA when this onnxruntime has it, else CPU."""
     edges: EdgePolicy = field(default_factory=EdgePolicy)
+    windows: WindowPolicy = field(default_factory=WindowPolicy)
+    """How the ``fast`` graph's decoder is run in windows (streaming inside a chunk)."""
 
 
 def pick_providers(requested: tuple[str, ...] | None = None) -> list[str]:
@@ -79,21 +80,52 @@ class KokoroEngine(VoiceBankEngine):
         options.log_severity_level = 3
         options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.config.spin_threads else "0")
         providers = pick_providers(self.config.providers)
-        self.session = ort.InferenceSession(str(self.assets.graph(self.config.graph)), options, providers=providers)
-        self.providers = self.session.get_providers()
+        self.windowed: WindowedModel | None = None
+        if self.config.graph == "fast":  # the fast graph, cut in two for windowed decoding
+            self.windowed = WindowedModel(self.assets, options, providers, self.config.windows)
+            self.providers = self.windowed.providers
+        else:
+            self.session = ort.InferenceSession(str(self.assets.graph(self.config.graph)), options, providers=providers)
+            self.providers = self.session.get_providers()
+            self._has_durations = len(self.session.get_outputs()) > 1
         self.device = "cuda" if "CUDAExecutionProvider" in self.providers else "cpu"
-        self._has_durations = len(self.session.get_outputs()) > 1
 
     def synthesize(
         self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
     ) -> AudioChunk:
+        """The whole chunk: the join of ``stream``."""
+        text, speed, _ = self.checked(text, voice, speed)
+        return join_pieces(text, list(self.stream(text, voice=voice, speed=speed, cancel=cancel)))
+
+    def stream(
+        self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
+    ) -> Iterator[AudioPiece]:
+        """The chunk's audio piece by piece: the first after one small window of the decoder."""
         text, speed, info = self.checked(text, voice, speed)
         started = time.perf_counter()
-        phonemized = self.phonemizer.phonemize(normalize(text), british=info.british)
-        phonemized_at = time.perf_counter()
-        parts = windows(phonemized)
+        parts = windows(self.phonemizer.phonemize(normalize(text), british=info.british))
         if not parts:
             raise InvalidInput(f"nothing speakable in {text[:40]!r}", code="empty_text")
+        phonemize_s = time.perf_counter() - started
+        if self.windowed is None:
+            chunk = self._whole(parts, voice, speed, text, cancel, phonemize_s)
+            yield AudioPiece(chunk.samples, 0, 0.0, chunk.duration_s, chunk.words, True, chunk.timings)
+            return
+        yield from self.windowed.stream(
+            parts, self.voice_bank, voice, speed, text, cancel, phonemize_s, self.config.edges
+        )
+
+    def _whole(
+        self,
+        parts: list[Phonemized],
+        voice: str,
+        speed: float,
+        text: str,
+        cancel: CancelToken | None,
+        phonemize_s: float,
+    ) -> AudioChunk:
+        """One inference per phoneme window on a whole graph (``timed``, ``original``)."""
+        started = time.perf_counter()
         pieces, words, offset = [], [], 0
         for i, part in enumerate(parts):
             last = i == len(parts) - 1
@@ -103,7 +135,7 @@ class KokoroEngine(VoiceBankEngine):
             words += [w.shifted(offset / SAMPLE_RATE) for w in part_words]
             pieces.append(samples)
             offset += len(samples)
-        timings = SynthesisTimings(phonemized_at - started, time.perf_counter() - phonemized_at)
+        timings = SynthesisTimings(phonemize_s, time.perf_counter() - started)
         return AudioChunk(np.concatenate(pieces), SAMPLE_RATE, text, tuple(words), timings)
 
     def _window(
@@ -138,15 +170,3 @@ class KokoroEngine(VoiceBankEngine):
         audio = np.asarray(outputs[0], dtype=np.float32).ravel()
         durations = np.asarray(outputs[1]).ravel() if self._has_durations else None
         return audio, durations
-
-
-def word_times(part: Phonemized, durations: Any, head: int, length: int) -> list[WordTimestamp]:
-    """Word start/end in seconds from per-token frame counts (pads included), after trimming."""
-    edges = np.concatenate([[0], np.cumsum(durations)]) * FRAME_SAMPLES
-    times = []
-    for word in part.words:
-        start = (edges[word.first + 1] - head) / SAMPLE_RATE
-        end = (edges[word.end + 1] - head) / SAMPLE_RATE
-        limit = length / SAMPLE_RATE
-        times.append(WordTimestamp(word.text, float(np.clip(start, 0, limit)), float(np.clip(end, 0, limit))))
-    return times

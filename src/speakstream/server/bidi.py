@@ -338,7 +338,7 @@ class BidiSession:
         await self._put(complete)
 
     async def _send_chunk(self, rid: str, out: ChunkOut) -> None:
-        if out.text:
+        if out.starts_chunk:  # the chunk's words, known before its audio: sent ahead of it
             await self._put(
                 self._message(
                     WordTimestamps(
@@ -346,18 +346,19 @@ class BidiSession:
                         sequence=out.sequence,
                         text=out.text,
                         offset_s=round(out.offset_s, 4),
-                        duration_s=round(out.duration_s, 4),
+                        duration_s=round(out.chunk_duration_s, 4),
                         words=[w.to_dict() for w in out.words],
                     ),
                     rid,
                 )
             )
         frames = safe_audio_frames(out.data, self.config.audio_frame_bytes)
-        done = 0
+        done, words = 0, out.words
         for frame in frames:
             done += len(frame)
             covered = out.offset_s + out.duration_s * done / len(out.data)
-            await self._put(Outgoing(frame, rid, audio_to_s=covered, words=out.words))
+            await self._put(Outgoing(frame, rid, audio_to_s=covered, words=words))
+            words = ()  # the sent log learns each word once
 
     # Writer
 

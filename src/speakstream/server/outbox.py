@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from speakstream.protocol import Cancelled, encode_server_message
 from speakstream.types import WordTimestamp
@@ -20,6 +20,7 @@ class Outgoing:
     audio_to_s: float | None = None
     """Seconds of the reply's audio fully sent once this frame is out."""
     words: tuple[WordTimestamp, ...] = ()
+    """Words this frame makes known (the first frame of a chunk carries the chunk's words)."""
     cancelled: bool = False
     """A marker: the writer answers ``cancelled`` with what it actually sent."""
     close: tuple[int, str] | None = None
@@ -68,7 +69,14 @@ class Sent:
 
     audio_bytes: int = 0
     audio_s: float = 0.0
-    last_word: str | None = None
+    words: list[WordTimestamp] = field(default_factory=list)
+    """The words of the chunks begun so far (times from the start of the reply)."""
+
+    @property
+    def last_word(self) -> str | None:
+        """The last word whose audio was sent whole."""
+        whole = [w.word for w in self.words if w.end_s <= self.audio_s + 1e-6]
+        return whole[-1] if whole else None
 
 
 class SentLog:
@@ -89,9 +97,7 @@ class SentLog:
         sent = self._sent.setdefault(item.request_id, Sent())
         sent.audio_bytes += len(payload)
         sent.audio_s = item.audio_to_s
-        spoken = [w.word for w in item.words if w.end_s <= item.audio_to_s + 1e-6]
-        if spoken:
-            sent.last_word = spoken[-1]
+        sent.words += item.words
 
     def cancelled(self, request_id: str) -> str:
         """The ``cancelled`` message for a request, with what was really sent of it."""

@@ -23,7 +23,7 @@ from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import CHUNKING
 from speakstream.scheduler import Job, Scheduler
 from speakstream.text import ChunkPolicy, IncrementalSentenceChunker
-from speakstream.types import WordTimestamp
+from speakstream.types import AudioPiece, WordTimestamp
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,15 +40,27 @@ class ReplySettings:
 
 @dataclass(slots=True)
 class ChunkOut:
-    """The encoded audio of one chunk (may be empty while a codec fills its first frame)."""
+    """The encoded audio of one piece of a chunk (may be empty while a codec fills a frame).
+
+    A chunk's first piece carries its ``text``, ``words`` and ``chunk_duration_s`` (all known from
+    the model's durations before its audio is made); its later pieces carry audio only."""
 
     sequence: int
+    """Counts every output of the reply: 0, 1, 2, ..."""
     text: str
     data: bytes
     offset_s: float
+    """Where this piece's audio starts in the reply."""
     duration_s: float
+    """This piece's audio."""
     words: tuple[WordTimestamp, ...]
     """Word times from the start of the reply."""
+    chunk_duration_s: float = 0.0
+    """The whole chunk's audio (on a chunk's first piece)."""
+
+    @property
+    def starts_chunk(self) -> bool:
+        return bool(self.text)
 
 
 @dataclass(slots=True)
@@ -164,10 +176,10 @@ class Reply:
             while (job := await jobs.get()) is not None:
                 if isinstance(job, SpeakstreamError):
                     raise job
-                out = await self._encode(encoder, job, sequence)
+                async for out in self._encode(encoder, job, sequence):
+                    yield out
+                    sequence += 1
                 in_flight.release()
-                yield out
-                sequence += 1
             if self.stats.chunks == 0:
                 raise InvalidInput("the text has nothing speakable", code="empty_text")
             tail = await self._off_loop(encoder.close)
@@ -204,24 +216,38 @@ class Reply:
             jobs.put_nowait(job)  # bounded by ``in_flight``
         jobs.put_nowait(None)
 
-    async def _encode(self, encoder: Encoder, job: Job, sequence: int) -> ChunkOut:
+    async def _encode(self, encoder: Encoder, job: Job, sequence: int) -> AsyncIterator[ChunkOut]:
+        """The chunk's pieces, encoded as they come from the engine."""
         try:
-            chunk = await job.future
+            async for piece in job.stream():
+                yield await self._encode_piece(encoder, job, piece, sequence)
+                sequence += 1
         except InvalidInput as exc:
             if exc.code != "empty_text":
-                raise
-            return ChunkOut(sequence, job.text, b"", self.stats.duration_s, 0.0, ())  # nothing speakable in it
-        self.stats.queue_wait_s += job.queue_wait_s
-        self.stats.phonemize_s += chunk.timings.phonemize_s
-        self.stats.inference_s += chunk.timings.inference_s
-        started = time.perf_counter()
-        data = await self._off_loop(lambda: encoder.encode(chunk.samples))
-        self.stats.encode_s += time.perf_counter() - started
+                raise  # else: nothing speakable in this chunk, and the reply goes on
+
+    async def _encode_piece(self, encoder: Encoder, job: Job, piece: AudioPiece, sequence: int) -> ChunkOut:
         offset = self.stats.duration_s
-        self.stats.duration_s += chunk.duration_s
-        self.stats.chunks += 1
-        words = tuple(w.shifted(offset) for w in chunk.words)
-        return ChunkOut(sequence, chunk.text, self._count(data), offset, chunk.duration_s, words)
+        if piece.index == 0:
+            self.stats.queue_wait_s += job.queue_wait_s
+            self.stats.phonemize_s += piece.timings.phonemize_s
+            self.stats.chunks += 1
+        self.stats.inference_s += piece.timings.inference_s
+        started = time.perf_counter()
+        data = await self._off_loop(lambda: encoder.encode(piece.samples))
+        self.stats.encode_s += time.perf_counter() - started
+        self.stats.duration_s += piece.duration_s
+        first = piece.index == 0
+        chunk_start = offset - piece.offset_s
+        return ChunkOut(
+            sequence,
+            job.text if first else "",
+            self._count(data),
+            offset,
+            piece.duration_s,
+            tuple(w.shifted(chunk_start) for w in piece.words),
+            piece.chunk_duration_s if first else 0.0,
+        )
 
     async def _off_loop(self, encode: Callable[[], bytes]) -> bytes:
         """Raw formats are a copy; codecs run in a thread so the event loop stays free."""

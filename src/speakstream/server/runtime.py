@@ -23,7 +23,7 @@ from speakstream.protocol import Options
 from speakstream.scheduler import Job, Scheduler
 from speakstream.server.metrics import Metrics
 from speakstream.server.reply import Reply, ReplySettings
-from speakstream.types import AudioChunk
+from speakstream.types import AudioPiece
 
 log = logging.getLogger("speakstream.server")
 EngineFactory = Callable[[], Engine]
@@ -69,7 +69,7 @@ class Runtime:
             workers=self.config.workers,
             max_queue=self.config.queue_depth,
             first_chunk_priority=self.config.first_chunk_priority,
-            on_done=self._on_chunk,
+            on_done=self._on_piece,
         )
         await scheduler.start()
         self.engine, self.scheduler = engine, scheduler
@@ -126,10 +126,11 @@ class Runtime:
     def error(self, exc: SpeakstreamError) -> None:
         self.metrics.errors.labels(exc.code).inc()
 
-    def _on_chunk(self, job: Job, chunk: AudioChunk | None) -> None:
-        self.metrics.queue_wait.observe(job.queue_wait_s)
-        if chunk is not None and chunk.duration_s > 0:
-            self.metrics.rtf.observe(chunk.timings.inference_s / chunk.duration_s)
-            self.metrics.audio_seconds.inc(chunk.duration_s)
+    def _on_piece(self, job: Job, piece: AudioPiece | None) -> None:
+        if job.made == 0:
+            self.metrics.queue_wait.observe(job.queue_wait_s)
+        if piece is not None and piece.duration_s > 0:
+            self.metrics.rtf.observe(piece.timings.inference_s / piece.duration_s)
+            self.metrics.audio_seconds.inc(piece.duration_s)
         if self.scheduler is not None:
             self.metrics.queued_chunks.set(self.scheduler.queued)

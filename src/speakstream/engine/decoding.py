@@ -1,0 +1,152 @@
+"""Windowed decoding: Kokoro's decoder run on windows of frames, joined into one seamless stream.
+
+The decoder (``graph.split``) is convolutional, so a window of frames plus ``context_frames`` on
+each side gives that window's audio; we keep the centre. Two things in it see the whole sequence:
+
+- the sine source's phase, a running sum over the F0 curve: ``sine_phase`` computes the sum over
+  the frames before the window and the decoder adds it (its ``phase`` input), so each window's
+  excitation continues the previous one's exactly;
+- the AdaIN instance norms, whose statistics are taken over the window (with its context) instead
+  of the whole utterance; the bench's fidelity experiment measures what that costs.
+
+Neighbouring windows overlap by ``crossfade_samples`` and are crossfaded linearly across the seam.
+Windows start small, for the first audio, and grow (``growth``) up to ``max_frames``, for
+throughput. Edges are trimmed from the model's durations (the padding tokens' frames), so the
+first window starts where speech starts and no frame of leading silence is decoded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from speakstream.engine.phonemes import Phonemized
+from speakstream.types import SAMPLE_RATE, WordTimestamp
+
+FRAME_SAMPLES = 600
+"""One frame of the duration predictor: 600 samples (25 ms at 24 kHz)."""
+WINDOW_PAUSE_S = 0.12
+"""Silence between two phoneme windows of one chunk (a text longer than the model's 510 tokens)."""
+
+Decode = Callable[[int, int, NDArray[np.float32]], NDArray[np.float32]]
+"""decode(first frame, end frame, phase) -> the audio of frames [first, end)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WindowPolicy:
+    first_frames: int = 12
+    """The first window: 12 frames = 0.3 s of audio, made as soon as possible."""
+    growth: float = 2.0
+    """Each later window is this many times the one before ..."""
+    max_frames: int = 96
+    """... up to this (2.4 s), which keeps windows long enough for throughput."""
+    context_frames: int = 8
+    """Frames decoded on each side of a window and thrown away (the convolutions' reach)."""
+    crossfade_samples: int = 96
+    """Overlap of two windows, crossfaded (4 ms)."""
+
+    def plan(self, start: int, end: int) -> list[tuple[int, int]]:
+        """Windows ``[a, b)`` of frames that tile ``[start, end)``, growing."""
+        windows: list[tuple[int, int]] = []
+        size = float(max(1, self.first_frames))
+        a = start
+        while a < end:
+            b = min(end, a + int(size))
+            if end - b < max(2, self.first_frames // 2):  # no sliver of a window at the end
+                b = end
+            windows.append((a, b))
+            a, size = b, min(float(self.max_frames), size * self.growth)
+        return windows
+
+
+def sine_phase(f0: NDArray[np.float32], upto: int, harmonics: NDArray[np.float64], rate: float) -> NDArray[np.float32]:
+    """The sine source's phase in cycles, per harmonic, after F0 steps ``[0, upto)``: what the
+    decoder's running sum would hold there had it run from the start ([1, 1, harmonics])."""
+    steps = f0.reshape(-1)[:upto].astype(np.float64)
+    cycles = np.mod(np.mod(steps[:, None] * harmonics[None, :] / rate, 1.0).sum(axis=0), 1.0)
+    phase: NDArray[np.float32] = cycles.reshape(1, 1, -1).astype(np.float32)
+    return phase
+
+
+@dataclass(slots=True)
+class _Stitcher:
+    """Joins window audio: crossfades seams, trims to ``[head, end)`` samples, fades both ends."""
+
+    head: int
+    end: int
+    crossfade: int
+    fade: int
+    held: NDArray[np.float32] | None = None
+
+    def add(self, segment: NDArray[np.float32], start: int, last: bool) -> NDArray[np.float32]:
+        """``segment`` starts at sample ``start`` (and overlaps the held tail by 2 x crossfade)."""
+        segment = segment.astype(np.float32, copy=True)
+        if self.held is not None:
+            n = len(self.held)
+            ramp = np.linspace(0.0, 1.0, n + 2, dtype=np.float32)[1:-1]
+            segment[:n] = self.held * (1.0 - ramp) + segment[:n] * ramp
+        keep = len(segment) if last else len(segment) - 2 * self.crossfade
+        self.held = None if last else segment[keep:]
+        out = segment[:keep]
+        return self._trim(out, start)
+
+    def _trim(self, out: NDArray[np.float32], start: int) -> NDArray[np.float32]:
+        lo, hi = max(start, self.head), max(min(start + len(out), self.end), max(start, self.head))
+        piece = out[lo - start : hi - start]
+        if self.fade and len(piece):
+            positions = np.arange(lo, hi, dtype=np.float64)
+            gain = np.minimum((positions - self.head + 1) / self.fade, (self.end - positions) / self.fade)
+            piece *= np.clip(gain, 0.0, 1.0).astype(np.float32)
+        return piece
+
+
+def decode_windows(
+    decode: Decode,
+    f0: NDArray[np.float32],
+    frames: int,
+    *,
+    head: int,
+    end: int,
+    harmonics: NDArray[np.float64],
+    rate: float,
+    policy: WindowPolicy,
+    fade: int = 96,
+) -> Iterator[tuple[NDArray[np.float32], bool]]:
+    """The audio of samples ``[head, end)`` of an utterance of ``frames`` frames, window by window
+    (with whether it is the last)."""
+    first, last = head // FRAME_SAMPLES, min(frames, math.ceil(end / FRAME_SAMPLES))
+    plan = policy.plan(first, max(first + 1, last))
+    context, crossfade = policy.context_frames, policy.crossfade_samples
+    stitch = _Stitcher(head, end, crossfade, fade)
+    for i, (a, b) in enumerate(plan):
+        final = i == len(plan) - 1
+        s, e = max(0, a - context), min(frames, b + context)
+        audio = decode(s, e, sine_phase(f0, 2 * s, harmonics, rate))
+        lo = (a - s) * FRAME_SAMPLES - (crossfade if i else 0)
+        hi = (b - s) * FRAME_SAMPLES + (0 if final else crossfade)
+        yield stitch.add(audio[lo:hi], s * FRAME_SAMPLES + lo, final), final
+
+
+def word_times(part: Phonemized, durations: Any, head: int, length: int) -> list[WordTimestamp]:
+    """Word start/end in seconds from per-token frame counts (pads included), after trimming."""
+    edges = np.concatenate([[0], np.cumsum(durations)]) * FRAME_SAMPLES
+    times = []
+    for word in part.words:
+        start = (edges[word.first + 1] - head) / SAMPLE_RATE
+        end = (edges[word.end + 1] - head) / SAMPLE_RATE
+        limit = length / SAMPLE_RATE
+        times.append(WordTimestamp(word.text, float(np.clip(start, 0, limit)), float(np.clip(end, 0, limit))))
+    return times
+
+
+def speech_span(part: Phonemized, durations: Any) -> tuple[int, int]:
+    """First and one-past-last sample of the words (the padding and silence around them excluded)."""
+    edges = np.concatenate([[0], np.cumsum(durations)]) * FRAME_SAMPLES
+    if not part.words:
+        return int(edges[1]), int(edges[-2])
+    return int(edges[part.words[0].first + 1]), int(edges[part.words[-1].end + 1])

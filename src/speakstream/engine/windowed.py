@@ -1,0 +1,180 @@
+"""Kokoro as two graphs, front and decoder, with the decoder run window by window.
+
+``WindowedModel.stream`` runs the front (durations, aligned features, F0 and energy) over each
+phoneme window of a chunk, then the decoder over growing windows of frames (see ``decoding``), and
+yields each window's audio as soon as it is made, with the chunk's word timestamps on the first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from speakstream.engine.assets import Assets
+from speakstream.engine.audio_edges import EdgePolicy
+from speakstream.engine.base import CancelToken, SynthesisCancelled
+from speakstream.engine.decoding import (
+    FRAME_SAMPLES,
+    WINDOW_PAUSE_S,
+    WindowPolicy,
+    decode_windows,
+    speech_span,
+    word_times,
+)
+from speakstream.engine.graph import ENERGY, F0, FEATURES, PHASE
+from speakstream.engine.phonemes import Phonemized
+from speakstream.engine.voices import VoiceBank
+from speakstream.errors import EngineError
+from speakstream.types import SAMPLE_RATE, AudioPiece, SynthesisTimings, WordTimestamp
+
+
+@dataclass(frozen=True, slots=True)
+class Utterance:
+    """The front's output for one phoneme window, and where its speech lies."""
+
+    features: NDArray[np.float32]
+    f0: NDArray[np.float32]
+    energy: NDArray[np.float32]
+    style: NDArray[np.float32]
+    frames: int
+    head: int
+    """First sample kept (speech start minus the lead)."""
+    end: int
+    """One past the last sample kept (speech end plus the tail)."""
+    words: tuple[WordTimestamp, ...]
+
+    @property
+    def samples(self) -> int:
+        return self.end - self.head
+
+
+class WindowedModel:
+    def __init__(self, assets: Assets, options: Any, providers: list[str], policy: WindowPolicy) -> None:
+        import onnxruntime as ort
+
+        self.front_session = ort.InferenceSession(str(assets.split("front")), options, providers=providers)
+        self.decoder_session = ort.InferenceSession(str(assets.split("decoder")), options, providers=providers)
+        self.providers = self.decoder_session.get_providers()
+        meta = self.decoder_session.get_modelmeta().custom_metadata_map
+        self.harmonics = np.array([float(h) for h in meta["sine_harmonics"].split(",")])
+        self.rate = float(meta["sine_rate"])
+        self.policy = policy
+
+    def stream(
+        self,
+        parts: list[Phonemized],
+        voices: VoiceBank,
+        voice: str,
+        speed: float,
+        text: str,
+        cancel: CancelToken | None,
+        phonemize_s: float,
+        edges: EdgePolicy,
+    ) -> Iterator[AudioPiece]:
+        started = time.perf_counter()
+        utterances = [
+            self.front(part, voices, voice, speed, text if i == len(parts) - 1 else ".", cancel, edges)
+            for i, part in enumerate(parts)
+        ]
+        pause = int(WINDOW_PAUSE_S * SAMPLE_RATE)
+        total = sum(u.samples for u in utterances) + pause * (len(utterances) - 1)
+        words, offset = [], 0
+        for u in utterances:
+            words += [w.shifted(offset / SAMPLE_RATE) for w in u.words]
+            offset += u.samples + pause
+        index, position, clock = 0, 0, started
+        for i, u in enumerate(utterances):
+            for samples, final in self._windows(u, cancel, edges):
+                if final and i < len(utterances) - 1:
+                    samples = np.concatenate([samples, np.zeros(pause, np.float32)])
+                now = time.perf_counter()
+                timings = SynthesisTimings(phonemize_s if index == 0 else 0.0, now - clock)
+                yield AudioPiece(
+                    samples,
+                    index,
+                    position / SAMPLE_RATE,
+                    total / SAMPLE_RATE,
+                    tuple(words) if index == 0 else (),
+                    final and i == len(utterances) - 1,
+                    timings,
+                )
+                clock, index, position = now, index + 1, position + len(samples)
+
+    def _windows(
+        self, u: Utterance, cancel: CancelToken | None, edges: EdgePolicy
+    ) -> Iterator[tuple[NDArray[np.float32], bool]]:
+        def decode(start: int, end: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
+            return self.decode(u, start, end, phase, cancel)
+
+        return decode_windows(
+            decode,
+            u.f0,
+            u.frames,
+            head=u.head,
+            end=u.end,
+            harmonics=self.harmonics,
+            rate=self.rate,
+            policy=self.policy,
+            fade=int(edges.fade_s * SAMPLE_RATE),
+        )
+
+    def front(
+        self,
+        part: Phonemized,
+        voices: VoiceBank,
+        voice: str,
+        speed: float,
+        text: str,
+        cancel: CancelToken | None,
+        edges: EdgePolicy,
+    ) -> Utterance:
+        style = voices.style(voice, len(part.tokens))
+        feed = {
+            "tokens": np.array([[0, *part.tokens, 0]], dtype=np.int64),
+            "style": style,
+            "speed": np.array([speed], dtype=np.float32),
+        }
+        durations, features, f0, energy = _run(self.front_session, None, feed, cancel)
+        durations = np.asarray(durations).ravel()
+        frames = int(durations.sum())
+        first, last = speech_span(part, durations)
+        head = max(0, first - int(edges.lead_s * SAMPLE_RATE))
+        end = min(frames * FRAME_SAMPLES, last + int(edges.tail_for(text) * SAMPLE_RATE))
+        end = max(end, head + 1)
+        words = tuple(word_times(part, durations, head, end - head))
+        return Utterance(features, f0, energy, style, frames, head, end, words)
+
+    def decode(
+        self, u: Utterance, start: int, end: int, phase: NDArray[np.float32], cancel: CancelToken | None
+    ) -> NDArray[np.float32]:
+        feed = {
+            FEATURES: np.ascontiguousarray(u.features[:, :, start:end]),
+            F0: np.ascontiguousarray(u.f0[:, 2 * start : 2 * end]),
+            ENERGY: np.ascontiguousarray(u.energy[:, 2 * start : 2 * end]),
+            "style": u.style,
+            PHASE: phase,
+        }
+        (audio,) = _run(self.decoder_session, ["audio"], feed, cancel)
+        return np.asarray(audio, dtype=np.float32).ravel()
+
+
+def _run(session: Any, outputs: list[str] | None, feed: dict[str, Any], cancel: CancelToken | None) -> list[Any]:
+    """One inference that a cancel stops (ONNX Runtime's terminate flag); errors translated here."""
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    if cancel is not None:
+        cancel.on_cancel(lambda: setattr(options, "terminate", True))
+        cancel.check()
+    try:
+        result: list[Any] = session.run(outputs, feed, options)
+    except Exception as exc:  # onnxruntime raises its own unexported error types
+        if cancel is not None and cancel.cancelled:
+            raise SynthesisCancelled("synthesis cancelled") from exc
+        raise EngineError(f"inference failed: {exc}") from exc
+    return result
