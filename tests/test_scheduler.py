@@ -31,7 +31,13 @@ class StepEngine(FakeEngine):
         self.log: list[str] = []
 
     def stream(
-        self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
+        self,
+        text: str,
+        *,
+        voice: str = "af_heart",
+        speed: float = 1.0,
+        cancel: CancelToken | None = None,
+        opening: bool = True,
     ) -> Iterator[AudioPiece]:
         if self.fail_when and self.fail_when(text):
             raise EngineError("injected failure")

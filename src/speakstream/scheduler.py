@@ -219,7 +219,10 @@ class Scheduler:
     def _step(self, job: Job) -> AudioPiece | None:
         """One unit of work, in a worker thread; None when the chunk had no more pieces."""
         if job.steps is None:
-            job.steps = self.engine.stream(job.text, voice=job.voice, speed=job.speed, cancel=job.token)
+            opening = job.index == 0
+            job.steps = self.engine.stream(
+                job.text, voice=job.voice, speed=job.speed, cancel=job.token, opening=opening
+            )
         return next(job.steps, None)
 
     def _finish(self, job: Job, piece: AudioPiece | None, error: BaseException | None) -> None:

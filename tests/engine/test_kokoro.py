@@ -43,7 +43,8 @@ def test_durations_cover_the_audio_exactly(kokoro: KokoroEngine) -> None:
     audio = kokoro.windowed.decode(u, 0, u.frames, np.zeros((1, 1, 9), np.float32), None)
     assert u.frames * FRAME_SAMPLES == len(audio)  # the front's durations count the decoder's frames
     chunk = kokoro.synthesize(text, voice="af_heart")
-    assert chunk.words[-1].end_s <= chunk.duration_s == pytest.approx((u.end - u.head) / SAMPLE_RATE)
+    # the audio ends after the last word (by the durations), at most at the planned tail
+    assert chunk.words[-1].end_s <= chunk.duration_s <= (u.end - u.head) / SAMPLE_RATE
 
 
 def test_edge_silence_is_trimmed(kokoro: KokoroEngine) -> None:

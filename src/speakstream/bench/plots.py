@@ -100,4 +100,6 @@ def make_all(results: dict[str, Any], out: Path) -> dict[str, str]:
         made["ttfa"] = ttfa_bars(groups, out / "ttfa.png").name
     if "concurrency" in results:
         made["concurrency"] = concurrency(results["concurrency"], out / "concurrency.png").name
+    if results.get("streaming", {}).get("fidelity", {}).get("image"):
+        made["seam"] = results["streaming"]["fidelity"]["image"]  # drawn by the experiment itself
     return made

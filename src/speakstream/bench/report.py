@@ -41,6 +41,7 @@ def render(run: dict[str, Any], modules: dict[str, ModuleType], images: dict[str
         ("Agent timeline (bidi above, batch below)", "timeline"),
         ("Time to first audio", "ttfa"),
         ("Concurrency", "concurrency"),
+        ("Spectrogram around a seam: whole decode above, windowed below", "seam"),
     ):
         if key in images:
             lines.append(f"\n![{title}]({os.path.join(image_dir, images[key]) if image_dir else images[key]})\n")

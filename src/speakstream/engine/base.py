@@ -70,10 +70,11 @@ class Engine(Protocol):
         ...
 
     def stream(
-        self, text: str, *, voice: str, speed: float = 1.0, cancel: CancelToken | None = None
+        self, text: str, *, voice: str, speed: float = 1.0, cancel: CancelToken | None = None, opening: bool = True
     ) -> Iterator[AudioPiece]:
         """Speak ``text`` piece by piece (each ``next`` is one unit of work, e.g. a decoder window);
-        the pieces joined are ``synthesize``'s audio."""
+        the pieces joined are ``synthesize``'s audio. ``opening``: the chunk opens a reply (make
+        its first piece as soon as possible)."""
         ...
 
 
@@ -116,7 +117,13 @@ class VoiceBankEngine(ABC):
     ) -> AudioChunk: ...
 
     def stream(
-        self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
+        self,
+        text: str,
+        *,
+        voice: str = "af_heart",
+        speed: float = 1.0,
+        cancel: CancelToken | None = None,
+        opening: bool = True,
     ) -> Iterator[AudioPiece]:
         """For an engine that makes a chunk at once: its audio, cut into growing pieces."""
         chunk = self.synthesize(text, voice=voice, speed=speed, cancel=cancel)

@@ -39,25 +39,47 @@ Decode = Callable[[int, int, NDArray[np.float32]], NDArray[np.float32]]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WindowPolicy:
+    """Window sizes, in frames of 25 ms. A window's compute must fit in the audio made before it
+    (the decoder runs at about a third of real time here), so windows grow by ``growth``; every
+    seam costs ``2 x context_frames`` of extra decoding, so they grow as fast as that allows."""
+
     first_frames: int = 12
-    """The first window: 12 frames = 0.3 s of audio, made as soon as possible."""
-    growth: float = 2.0
-    """Each later window is this many times the one before ..."""
-    max_frames: int = 96
-    """... up to this (2.4 s), which keeps windows long enough for throughput."""
-    context_frames: int = 8
+    """The first window of a chunk that opens a reply: 0.3 s, made as soon as possible."""
+    later_first_frames: int = 160
+    """The first window of a later chunk, made while the chunk before it plays: a chunk of up to
+    4 s is one window, with no seam and no extra decoding."""
+    growth: float = 2.5
+    """Each window is at most this many times the one before ..."""
+    max_frames: int = 160
+    """... and at most 4 s (about 1.3 s of compute here): first windows jump the queue, and a
+    window of another session is what they may have to wait for."""
+    context_frames: int = 12
     """Frames decoded on each side of a window and thrown away (the convolutions' reach)."""
+    first_context_frames: int = 16
+    """The same after the first window, whose left side is the silence before speech."""
     crossfade_samples: int = 96
     """Overlap of two windows, crossfaded (4 ms)."""
 
-    def plan(self, start: int, end: int) -> list[tuple[int, int]]:
+    @classmethod
+    def whole(cls) -> WindowPolicy:
+        """One window over the whole utterance: what decoding was before streaming (for comparison)."""
+        return cls(
+            first_frames=1 << 30,
+            later_first_frames=1 << 30,
+            max_frames=1 << 30,
+            context_frames=0,
+            first_context_frames=0,
+            crossfade_samples=0,
+        )
+
+    def plan(self, start: int, end: int, *, opening: bool = True) -> list[tuple[int, int]]:
         """Windows ``[a, b)`` of frames that tile ``[start, end)``, growing."""
         windows: list[tuple[int, int]] = []
-        size = float(max(1, self.first_frames))
+        size = float(max(1, self.first_frames if opening else self.later_first_frames))
         a = start
         while a < end:
             b = min(end, a + int(size))
-            if end - b < max(2, self.first_frames // 2):  # no sliver of a window at the end
+            if end - b < max(2, self.first_frames):  # no sliver of a window at the end
                 b = end
             windows.append((a, b))
             a, size = b, min(float(self.max_frames), size * self.growth)
@@ -75,13 +97,22 @@ def sine_phase(f0: NDArray[np.float32], upto: int, harmonics: NDArray[np.float64
 
 @dataclass(slots=True)
 class _Stitcher:
-    """Joins window audio: crossfades seams, trims to ``[head, end)`` samples, fades both ends."""
+    """Joins window audio: crossfades seams, trims to ``[head, end)`` samples, fades both ends.
+
+    The end is the durations' (the last word's end plus the tail) unless the speech fades out
+    before it: in the last window the tail is measured from the last 10 ms frame within
+    ``tail_threshold_db`` of the loudest one so far, as the whole-chunk trim does, but never cut
+    before ``speech_end`` (the last word's end), so word timestamps stay inside the audio."""
 
     head: int
     end: int
     crossfade: int
     fade: int
+    tail: int = 0
+    tail_threshold_db: float = -42.0
+    speech_end: int = 0
     held: NDArray[np.float32] | None = None
+    peak: float = 0.0
 
     def add(self, segment: NDArray[np.float32], start: int, last: bool) -> NDArray[np.float32]:
         """``segment`` starts at sample ``start`` (and overlaps the held tail by 2 x crossfade)."""
@@ -93,6 +124,13 @@ class _Stitcher:
         keep = len(segment) if last else len(segment) - 2 * self.crossfade
         self.held = None if last else segment[keep:]
         out = segment[:keep]
+        loudness = _frame_rms(out)
+        self.peak = max(self.peak, float(loudness.max(initial=0.0)))
+        if last and self.tail and self.peak > 0:
+            loud = np.flatnonzero(20 * np.log10(loudness / self.peak + 1e-12) > self.tail_threshold_db)
+            if loud.size:
+                faded = start + int((loud[-1] + 1) * _RMS_FRAME) + self.tail
+                self.end = max(self.head + 1, min(self.end, max(faded, self.speech_end)))
         return self._trim(out, start)
 
     def _trim(self, out: NDArray[np.float32], start: int) -> NDArray[np.float32]:
@@ -103,6 +141,17 @@ class _Stitcher:
             gain = np.minimum((positions - self.head + 1) / self.fade, (self.end - positions) / self.fade)
             piece *= np.clip(gain, 0.0, 1.0).astype(np.float32)
         return piece
+
+
+_RMS_FRAME = 240
+"""10 ms at 24 kHz."""
+
+
+def _frame_rms(samples: NDArray[np.float32]) -> NDArray[np.float64]:
+    count = len(samples) // _RMS_FRAME
+    frames = samples[: count * _RMS_FRAME].reshape(count, _RMS_FRAME).astype(np.float64)
+    rms: NDArray[np.float64] = np.sqrt(np.mean(frames * frames, axis=1))
+    return rms
 
 
 def decode_windows(
@@ -116,15 +165,20 @@ def decode_windows(
     rate: float,
     policy: WindowPolicy,
     fade: int = 96,
+    opening: bool = True,
+    tail: int = 0,
+    tail_threshold_db: float = -42.0,
+    speech_end: int = 0,
 ) -> Iterator[tuple[NDArray[np.float32], bool]]:
     """The audio of samples ``[head, end)`` of an utterance of ``frames`` frames, window by window
     (with whether it is the last)."""
     first, last = head // FRAME_SAMPLES, min(frames, math.ceil(end / FRAME_SAMPLES))
-    plan = policy.plan(first, max(first + 1, last))
-    context, crossfade = policy.context_frames, policy.crossfade_samples
-    stitch = _Stitcher(head, end, crossfade, fade)
+    plan = policy.plan(first, max(first + 1, last), opening=opening)
+    crossfade = policy.crossfade_samples
+    stitch = _Stitcher(head, end, crossfade, fade, tail, tail_threshold_db, speech_end)
     for i, (a, b) in enumerate(plan):
         final = i == len(plan) - 1
+        context = policy.first_context_frames if i == 0 else policy.context_frames
         s, e = max(0, a - context), min(frames, b + context)
         audio = decode(s, e, sine_phase(f0, 2 * s, harmonics, rate))
         lo = (a - s) * FRAME_SAMPLES - (crossfade if i else 0)

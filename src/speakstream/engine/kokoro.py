@@ -95,12 +95,20 @@ class KokoroEngine(VoiceBankEngine):
     ) -> AudioChunk:
         """The whole chunk: the join of ``stream``."""
         text, speed, _ = self.checked(text, voice, speed)
-        return join_pieces(text, list(self.stream(text, voice=voice, speed=speed, cancel=cancel)))
+        pieces = self.stream(text, voice=voice, speed=speed, cancel=cancel, opening=False)
+        return join_pieces(text, list(pieces))
 
     def stream(
-        self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
+        self,
+        text: str,
+        *,
+        voice: str = "af_heart",
+        speed: float = 1.0,
+        cancel: CancelToken | None = None,
+        opening: bool = True,
     ) -> Iterator[AudioPiece]:
-        """The chunk's audio piece by piece: the first after one small window of the decoder."""
+        """The chunk's audio piece by piece. ``opening``: the chunk opens a reply, so its first piece
+        comes from one small window of the decoder; later chunks start with a larger one."""
         text, speed, info = self.checked(text, voice, speed)
         started = time.perf_counter()
         parts = windows(self.phonemizer.phonemize(normalize(text), british=info.british))
@@ -112,7 +120,7 @@ class KokoroEngine(VoiceBankEngine):
             yield AudioPiece(chunk.samples, 0, 0.0, chunk.duration_s, chunk.words, True, chunk.timings)
             return
         yield from self.windowed.stream(
-            parts, self.voice_bank, voice, speed, text, cancel, phonemize_s, self.config.edges
+            parts, self.voice_bank, voice, speed, text, cancel, phonemize_s, self.config.edges, opening
         )
 
     def _whole(

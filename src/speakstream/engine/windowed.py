@@ -47,6 +47,10 @@ class Utterance:
     end: int
     """One past the last sample kept (speech end plus the tail)."""
     words: tuple[WordTimestamp, ...]
+    tail: int
+    """Samples kept after the speech ends."""
+    speech_end: int
+    """Where the last word ends, by the durations."""
 
     @property
     def samples(self) -> int:
@@ -75,6 +79,7 @@ class WindowedModel:
         cancel: CancelToken | None,
         phonemize_s: float,
         edges: EdgePolicy,
+        opening: bool = True,
     ) -> Iterator[AudioPiece]:
         started = time.perf_counter()
         utterances = [
@@ -89,7 +94,7 @@ class WindowedModel:
             offset += u.samples + pause
         index, position, clock = 0, 0, started
         for i, u in enumerate(utterances):
-            for samples, final in self._windows(u, cancel, edges):
+            for samples, final in self._windows(u, cancel, edges, opening=opening and i == 0):
                 if final and i < len(utterances) - 1:
                     samples = np.concatenate([samples, np.zeros(pause, np.float32)])
                 now = time.perf_counter()
@@ -106,7 +111,7 @@ class WindowedModel:
                 clock, index, position = now, index + 1, position + len(samples)
 
     def _windows(
-        self, u: Utterance, cancel: CancelToken | None, edges: EdgePolicy
+        self, u: Utterance, cancel: CancelToken | None, edges: EdgePolicy, *, opening: bool
     ) -> Iterator[tuple[NDArray[np.float32], bool]]:
         def decode(start: int, end: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
             return self.decode(u, start, end, phase, cancel)
@@ -121,6 +126,10 @@ class WindowedModel:
             rate=self.rate,
             policy=self.policy,
             fade=int(edges.fade_s * SAMPLE_RATE),
+            opening=opening,
+            tail=u.tail,
+            tail_threshold_db=edges.threshold_db,
+            speech_end=u.speech_end,
         )
 
     def front(
@@ -144,10 +153,10 @@ class WindowedModel:
         frames = int(durations.sum())
         first, last = speech_span(part, durations)
         head = max(0, first - int(edges.lead_s * SAMPLE_RATE))
-        end = min(frames * FRAME_SAMPLES, last + int(edges.tail_for(text) * SAMPLE_RATE))
-        end = max(end, head + 1)
+        tail = int(edges.tail_for(text) * SAMPLE_RATE)
+        end = max(head + 1, min(frames * FRAME_SAMPLES, last + tail))
         words = tuple(word_times(part, durations, head, end - head))
-        return Utterance(features, f0, energy, style, frames, head, end, words)
+        return Utterance(features, f0, energy, style, frames, head, end, words, tail, min(last, end))
 
     def decode(
         self, u: Utterance, start: int, end: int, phase: NDArray[np.float32], cancel: CancelToken | None

@@ -14,9 +14,10 @@ from speakstream.bench.experiments import (
     isolated,
     peers,
     stalls,
+    streaming,
     text,
 )
 
 EXPERIMENTS: dict[str, ModuleType] = {
-    m.NAME: m for m in (engine, accuracy, text, isolated, agent, stalls, formats, concurrency, peers)
+    m.NAME: m for m in (engine, streaming, accuracy, text, isolated, agent, stalls, formats, concurrency, peers)
 }

@@ -1,0 +1,260 @@
+"""Streaming inside a chunk: the decoder in windows against the decoder run whole.
+
+Fidelity, on the same front output: log-mel distance (with, for scale, what a 5 ms delay of the
+whole decode alone gives), the largest sample step within 5 ms of a seam against the 99.9th
+percentile of steps elsewhere (a click would stand out), and Whisper's WER for both. Speed: first
+audio and audio seconds per wall second of the engine. Then, through the server and interleaved
+(the engine switched between windowed and whole decoding), first audio of a 40-word sentence sent
+with ``chunking: none`` and of the four-sentence reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from speakstream.bench.asr import corpus_wer, recognizer
+from speakstream.bench.context import BenchContext
+from speakstream.bench.experiments.accuracy import SENTENCES, VOICES
+from speakstream.bench.speech import speak_timed
+from speakstream.bench.stats import summary
+from speakstream.bench.tables import table
+from speakstream.client import SpeechSession
+from speakstream.data import bench_text
+from speakstream.engine.decoding import WindowPolicy, decode_windows
+from speakstream.engine.kokoro import KokoroEngine
+from speakstream.engine.normalize import normalize
+from speakstream.engine.phonemes import windows
+from speakstream.engine.windowed import Utterance, WindowedModel
+
+NAME = "streaming"
+TITLE = "Streaming inside a chunk: windowed vs whole decoding"
+FORTY_WORDS = (
+    "The first is the standard plan, which costs twelve dollars a month and includes fifty gigabytes of "
+    "storage, email support, and access on up to three devices for everyone in your home, so the whole "
+    "family can share it easily."
+)
+SEAM_REACH = 120
+"""5 ms at 24 kHz: how near a seam a sample step counts as at the seam."""
+
+
+async def run(ctx: BenchContext) -> dict[str, Any]:
+    engine = ctx.engine_source()
+    if engine.windowed is None:
+        raise RuntimeError("the engine runs a whole graph (graph != fast): nothing to compare")
+    fidelity = await asyncio.to_thread(_fidelity, ctx, engine, engine.windowed)
+    latency = await _latency(ctx, engine.windowed) if ctx.runtime is not None else None
+    return {"fidelity": fidelity, "latency": latency, "policy": _policy(engine.windowed.policy)}
+
+
+def _policy(policy: WindowPolicy) -> dict[str, int]:
+    return {
+        "first_frames": policy.first_frames,
+        "max_frames": policy.max_frames,
+        "context_frames": policy.context_frames,
+        "crossfade_samples": policy.crossfade_samples,
+    }
+
+
+def _fidelity(ctx: BenchContext, engine: KokoroEngine, model: WindowedModel) -> dict[str, Any]:
+    asr = recognizer()
+    voices = VOICES[:2] if ctx.quick else VOICES
+    sentences = [*SENTENCES, FORTY_WORDS][:3] if ctx.quick else [*SENTENCES, FORTY_WORDS]
+    rows: list[dict[str, float]] = []
+    pairs: dict[str, list[tuple[str, str]]] = {"whole": [], "windowed": []}
+    seam_image = None
+    for voice in voices:
+        for text in sentences:
+            u = _front(engine, model, text, voice)
+            whole, whole_s, whole_first_s = _decode(model, u, WindowPolicy.whole())
+            windowed, windowed_s, first_s = _decode(model, u, model.policy)
+            seams = np.cumsum([len(p) for p in windowed[:-1]])
+            joined_whole, joined = np.concatenate(whole), np.concatenate(windowed)
+            rows.append(_compare(joined_whole, joined, seams, whole_s, windowed_s, whole_first_s, first_s))
+            pairs["whole"].append((text, asr.transcribe(joined_whole, 24_000).text))
+            pairs["windowed"].append((text, asr.transcribe(joined, 24_000).text))
+            if seam_image is None and len(seams):
+                seam_image = _seam_plot(joined_whole, joined, int(seams[0]), ctx.out / "seam.png")
+        ctx.say(f"streaming fidelity {voice}: {len(rows)} utterances")
+    return {
+        "utterances": len(rows),
+        "logmel_db": summary([r["logmel_db"] for r in rows]),
+        "logmel_db_5ms_delay": summary([r["delay_db"] for r in rows]),
+        "seam_step": summary([r["seam_step"] for r in rows]),
+        "step_p999_elsewhere": summary([r["p999"] for r in rows]),
+        "seams_over_p999": sum(1 for r in rows if r["seam_step"] > r["p999"]),
+        "seams": int(sum(r["seams"] for r in rows)),
+        "wer_whole": round(corpus_wer(pairs["whole"]), 4),
+        "wer_windowed": round(corpus_wer(pairs["windowed"]), 4),
+        "first_audio_ms_whole": summary([1000 * r["whole_first_s"] for r in rows]),
+        "first_audio_ms_windowed": summary([1000 * r["first_s"] for r in rows]),
+        "throughput_ratio": round(sum(r["whole_s"] for r in rows) / sum(r["windowed_s"] for r in rows), 3),
+        "audio_s": round(sum(r["audio_s"] for r in rows), 1),
+        "image": seam_image,
+    }
+
+
+def _front(engine: KokoroEngine, model: WindowedModel, text: str, voice: str) -> Utterance:
+    part = windows(engine.phonemizer.phonemize(normalize(text), british=engine.check_voice(voice).british))[0]
+    return model.front(part, engine.voice_bank, voice, 1.0, text, None, engine.config.edges)
+
+
+def _decode(model: WindowedModel, u: Utterance, policy: WindowPolicy) -> tuple[list[NDArray[np.float32]], float, float]:
+    """Pieces, total seconds and seconds to the first piece."""
+
+    def decode(start: int, end: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
+        return model.decode(u, start, end, phase, None)
+
+    started, first, pieces = time.perf_counter(), 0.0, []
+    windowed = decode_windows(
+        decode, u.f0, u.frames, head=u.head, end=u.end, harmonics=model.harmonics, rate=model.rate, policy=policy
+    )
+    for samples, _ in windowed:
+        first = first or time.perf_counter() - started
+        pieces.append(samples)
+    return pieces, time.perf_counter() - started, first
+
+
+def _compare(
+    whole: NDArray[np.float32],
+    windowed: NDArray[np.float32],
+    seams: NDArray[Any],
+    whole_s: float,
+    windowed_s: float,
+    whole_first_s: float,
+    first_s: float,
+) -> dict[str, float]:
+    steps = np.abs(np.diff(windowed))
+    near = np.zeros(len(steps), dtype=bool)
+    for seam in seams:
+        near[max(0, seam - SEAM_REACH) : seam + SEAM_REACH] = True
+    delayed = np.concatenate([np.zeros(SEAM_REACH, np.float32), whole[:-SEAM_REACH]])
+    return {
+        "logmel_db": _logmel_distance(whole, windowed),
+        "delay_db": _logmel_distance(whole, delayed),
+        "seam_step": float(steps[near].max()) if near.any() else 0.0,
+        "p999": float(np.percentile(steps[~near], 99.9)),
+        "seams": float(len(seams)),
+        "whole_s": whole_s,
+        "windowed_s": windowed_s,
+        "whole_first_s": whole_first_s,
+        "first_s": first_s,
+        "audio_s": len(whole) / 24_000,
+    }
+
+
+def _logmel(samples: NDArray[np.float32], n_fft: int = 1024, hop: int = 256, bands: int = 80) -> NDArray[Any]:
+    """A log spectrum in 80 log-spaced bands, floored 80 dB under its peak (silence counts little)."""
+    padded = np.pad(samples.astype(np.float64), (0, n_fft))
+    frames = np.lib.stride_tricks.sliding_window_view(padded, n_fft)[::hop] * np.hanning(n_fft)
+    power = np.abs(np.fft.rfft(frames, axis=1)) ** 2
+    edges = np.unique(np.geomspace(1, power.shape[1] - 1, bands + 1).astype(int))
+    db = 10 * np.log10(np.add.reduceat(power, edges, axis=1) + 1e-10)
+    floored: NDArray[Any] = np.maximum(db, db.max() - 80)
+    return floored
+
+
+def _logmel_distance(a: NDArray[np.float32], b: NDArray[np.float32]) -> float:
+    n = min(len(a), len(b))
+    return float(np.abs(_logmel(a[:n]) - _logmel(b[:n])).mean())
+
+
+def _seam_plot(whole: NDArray[np.float32], windowed: NDArray[np.float32], seam: int, path: Path) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lo, hi = max(0, seam - 4800), min(len(windowed), seam + 4800)
+    fig, axes = plt.subplots(2, 1, figsize=(10, 5), sharex=True)
+    for ax, (label, audio) in zip(axes, (("whole decode", whole), ("windowed", windowed)), strict=True):
+        ax.specgram(audio[lo:hi], NFFT=512, Fs=24_000, noverlap=384, cmap="magma")
+        ax.axvline((seam - lo) / 24_000, color="cyan", linestyle="--", linewidth=1)
+        ax.set_ylabel(f"{label}\nHz")
+    axes[-1].set_xlabel("seconds (the dashed line is the first seam)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path.name
+
+
+async def _latency(ctx: BenchContext, model: WindowedModel) -> dict[str, Any]:
+    """First audio through the server, the engine switched between the two decodings per trial."""
+    windowed, four = model.policy, bench_text()
+    cases = {
+        "40 words, chunking none": (FORTY_WORDS, "none"),
+        "four sentences, one message": (four, "none"),
+        "four sentences, speakstream chunker": (four, "auto"),
+    }
+    runs: dict[str, dict[str, list[float]]] = {c: {"whole": [], "windowed": []} for c in cases}
+    trials = ctx.trials(5, 1)
+    async with SpeechSession(ctx.ws_url) as session:
+        await speak_timed(session, "Warm up.")
+        for trial in range(trials):
+            order = ("whole", "windowed") if trial % 2 == 0 else ("windowed", "whole")
+            for case, (text, chunking) in cases.items():
+                for mode in order:
+                    model.policy = windowed if mode == "windowed" else WindowPolicy.whole()
+                    try:
+                        result, _ = await speak_timed(session, text, chunking=chunking)
+                    finally:
+                        model.policy = windowed
+                    runs[case][mode].append(1000 * (result.ttfa_s or 0.0))
+            ctx.say(f"streaming latency trial {trial + 1}/{trials}")
+    out: dict[str, Any] = {c: {m: summary(v) for m, v in r.items()} for c, r in runs.items()}
+    reference = out["four sentences, one message"]["whole"]["mean"]
+    out["four_sentence_ratio"] = round(reference / out["four sentences, speakstream chunker"]["windowed"]["mean"], 2)
+    out["forty_word_ratio"] = round(
+        out["40 words, chunking none"]["whole"]["mean"] / out["40 words, chunking none"]["windowed"]["mean"], 2
+    )
+    return out
+
+
+def markdown(result: dict[str, Any]) -> str:
+    f, p = result["fidelity"], result["policy"]
+    lines = [
+        f"Windows: first {p['first_frames']} frames (25 ms each), doubling up to {p['max_frames']}, "
+        f"{p['context_frames']} frames of context on each side, {p['crossfade_samples']}-sample crossfade; "
+        "the sine source's phase is carried across windows.\n",
+        table(
+            ["fidelity (same front output)", "whole decode", "windowed"],
+            [
+                ["utterances / audio s", f"{f['utterances']} / {f['audio_s']}", ""],
+                ["WER (Whisper)", f"{100 * f['wer_whole']:.1f}%", f"{100 * f['wer_windowed']:.1f}%"],
+                ["log-mel distance to the whole decode, dB (mean)", "0", f["logmel_db"]["mean"]],
+                ["for scale: the whole decode 5 ms late, dB", f["logmel_db_5ms_delay"]["mean"], ""],
+                [
+                    "largest step within 5 ms of a seam (max) / 99.9th pct elsewhere (mean)",
+                    "",
+                    f"{f['seam_step']['max']} / {f['step_p999_elsewhere']['mean']}",
+                ],
+                ["seams whose step is over that utterance's 99.9th pct", "", f"{f['seams_over_p999']} of {f['seams']}"],
+                [
+                    "first audio ms (decoder only, mean)",
+                    f["first_audio_ms_whole"]["mean"],
+                    f["first_audio_ms_windowed"]["mean"],
+                ],
+                ["throughput (whole time / windowed time)", "1.0", f["throughput_ratio"]],
+            ],
+        ),
+    ]
+    latency = result.get("latency")
+    if latency:
+        rows = [
+            [case, r["whole"]["mean"], r["whole"]["p50"], r["windowed"]["mean"], r["windowed"]["p50"], r["whole"]["n"]]
+            for case, r in latency.items()
+            if isinstance(r, dict)
+        ]
+        lines += [
+            "\nThrough the server (first audio, ms; the engine switched per trial, interleaved):\n",
+            table(["text", "whole mean", "whole p50", "windowed mean", "windowed p50", "trials"], rows),
+            f"\n40-word sentence, `chunking: none`: **{latency['forty_word_ratio']}x** sooner windowed. "
+            f"Four-sentence reply: whole text as one message with whole decoding vs our chunker with windows: "
+            f"**{latency['four_sentence_ratio']}x** sooner.",
+        ]
+    return "\n".join(lines)
