@@ -3,6 +3,8 @@ position must come out of any window plan exactly as from one whole window."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -71,7 +73,7 @@ def test_the_plan_tiles_the_frames_and_grows() -> None:
     policy = WindowPolicy(first_frames=12, growth=2.5, max_frames=160, later_first_frames=160)
     plan = policy.plan(3, 500)
     assert plan[0] == (3, 15) and plan[-1][1] == 500
-    assert all(a2 == b1 for (_, b1), (a2, _) in zip(plan, plan[1:], strict=False))
+    assert all(a2 == b1 for (_, b1), (a2, _) in itertools.pairwise(plan))
     sizes = [b - a for a, b in plan]
     assert all(s <= 160 for s in sizes[:-1]) and sizes[1] > sizes[0]
     assert policy.plan(0, 150, opening=False) == [(0, 150)]  # a later chunk of under 4 s: one window
