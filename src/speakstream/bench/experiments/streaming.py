@@ -52,11 +52,13 @@ async def run(ctx: BenchContext) -> dict[str, Any]:
     return {"fidelity": fidelity, "latency": latency, "policy": _policy(engine.windowed.policy)}
 
 
-def _policy(policy: WindowPolicy) -> dict[str, int]:
+def _policy(policy: WindowPolicy) -> dict[str, float]:
     return {
         "first_frames": policy.first_frames,
         "max_frames": policy.max_frames,
         "context_frames": policy.context_frames,
+        "first_context_frames": policy.first_context_frames,
+        "growth": policy.growth,
         "crossfade_samples": policy.crossfade_samples,
     }
 
@@ -218,9 +220,11 @@ async def _latency(ctx: BenchContext, model: WindowedModel) -> dict[str, Any]:
 def markdown(result: dict[str, Any]) -> str:
     f, p = result["fidelity"], result["policy"]
     lines = [
-        f"Windows: first {p['first_frames']} frames (25 ms each), doubling up to {p['max_frames']}, "
-        f"{p['context_frames']} frames of context on each side, {p['crossfade_samples']}-sample crossfade; "
-        "the sine source's phase is carried across windows.\n",
+        f"Windows (frames of 25 ms): {p['first_frames']} first in the chunk that opens a reply, growing "
+        f"{p.get('growth', 2.5)}x up to {p['max_frames']}; {p.get('first_context_frames', 16)} frames of context "
+        f"around the first window, {p['context_frames']} around the others; {p['crossfade_samples']}-sample "
+        "crossfade; the sine source's phase carried across windows. The fidelity rows decode every "
+        "utterance as an opening chunk (the most seams).\n",
         table(
             ["fidelity (same front output)", "whole decode", "windowed"],
             [
