@@ -5,7 +5,10 @@ import { SessionClient, base64ToBytes, sseEvents } from "./client.js";
 import { Timeline } from "./timeline.js";
 
 const $ = (id) => document.getElementById(id);
-const player = new PcmPlayer({ sampleRate: 24000, jitterSeconds: 0.3 });
+// The jitter buffer: 300 ms, or `?jitter_ms=N` for a slow machine or network (the tests use a
+// large one, so their underrun count checks the player's scheduling, not the machine's speed).
+const jitterMs = Number(new URLSearchParams(location.search).get("jitter_ms"));
+const player = new PcmPlayer({ sampleRate: 24000, jitterSeconds: jitterMs > 0 ? jitterMs / 1000 : 0.3 });
 const timeline = new Timeline($("timeline"));
 const stats = { firstAudioMs: null, chunks: 0, scheduledSeconds: 0, underruns: 0, state: "idle", stopLatencyMs: null };
 window.speakstreamStats = stats;
