@@ -14,7 +14,7 @@ from speakstream.client import SpeechSession
 from speakstream.data import replies
 from speakstream.engine.fake import FakeEngine
 from speakstream.errors import SpeakstreamError
-from speakstream.loadtest.servers import fake_server
+from speakstream.loadtest.servers import fake_server, settled
 
 TEXT = replies()["long"]["text"]
 
@@ -91,6 +91,7 @@ async def run_overload(*, max_sessions: int = 4, queue_depth: int = 4) -> dict[s
     server = fake_server(engine, max_sessions=max_sessions)
     try:
         quiet = await _speakers(server.ws_url, max_sessions)
+        await settled(server, 1 << 30)  # the quiet sessions' slots are free again before the next wave
         pressured_task = asyncio.create_task(_speakers(server.ws_url, max_sessions))
         await asyncio.sleep(0.3)
         refused = await _refused(server.ws_url, 20)
