@@ -78,14 +78,14 @@ class Job:
                 raise item
             yield item
 
-    def _end(self, last: AudioPiece | BaseException | None) -> None:
+    def close(self, last: AudioPiece | BaseException | None) -> None:
         self.ended = True
         self.steps = None
         if last is not None:
-            self._put(last)
-        self._put(None)
+            self.deliver(last)
+        self.deliver(None)
 
-    def _put(self, item: AudioPiece | BaseException | None) -> None:
+    def deliver(self, item: AudioPiece | BaseException | None) -> None:
         with contextlib.suppress(asyncio.QueueFull):  # only a reply that stopped reading fills it
             self.pieces.put_nowait(item)
 
@@ -166,7 +166,7 @@ class Scheduler:
             job.token.cancel()
             queue.remove(job)
             if not job.running:
-                job._end(SynthesisCancelled("synthesis cancelled"))
+                job.close(SynthesisCancelled("synthesis cancelled"))
         if not queue:
             self._forget(session_id)
         return len(dropped)
@@ -234,10 +234,10 @@ class Scheduler:
             error = SynthesisCancelled("synthesis cancelled")
         if error is not None or piece is None or piece.last:
             self._drop(job)
-            job._end(error if error is not None else piece)
+            job.close(error if error is not None else piece)
             return
         job.made += 1
-        job._put(piece)
+        job.deliver(piece)
 
     def _drop(self, job: Job) -> None:
         queue = self._queues.get(job.session_id)
