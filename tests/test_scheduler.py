@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from speakstream.engine.base import CancelToken, SynthesisCancelled
 from speakstream.engine.fake import FakeEngine
 from speakstream.errors import EngineError, Overloaded
-from speakstream.scheduler import Job, Scheduler
+from speakstream.scheduler import Job, PlaybackClock, Scheduler
 from speakstream.types import AudioPiece
 
 
@@ -29,6 +30,8 @@ class StepEngine(FakeEngine):
         self.second_gate.set()
         self.busy = threading.Event()
         self.log: list[str] = []
+        self.ahead: list[float | None] = []
+        """What ``ahead`` said before each window (None without a clock)."""
 
     def stream(
         self,
@@ -38,6 +41,7 @@ class StepEngine(FakeEngine):
         speed: float = 1.0,
         cancel: CancelToken | None = None,
         opening: bool = True,
+        ahead: Callable[[], float | None] | None = None,
     ) -> Iterator[AudioPiece]:
         if self.fail_when and self.fail_when(text):
             raise EngineError("injected failure")
@@ -48,6 +52,7 @@ class StepEngine(FakeEngine):
                     if cancel is not None:
                         cancel.check()
             self.log.append(f"{text}:{i}")
+            self.ahead.append(None if ahead is None else ahead())
             last = i == self.windows - 1
             yield AudioPiece(np.zeros(240, np.float32), i, i * 0.01, self.windows * 0.01, (), last)
 
@@ -186,3 +191,40 @@ async def test_an_engine_failure_fails_one_job_not_the_worker() -> None:
         assert len(await asyncio.wait_for(pieces(good), 10)) == 2
     finally:
         await scheduler.stop()
+
+
+async def test_the_engine_sizes_windows_by_the_reply_s_playback_clock() -> None:
+    """A chunk submitted with its reply's clock tells the engine how much audio its listener has
+    buffered: nothing before the first piece, at most what was made after it."""
+    engine = StepEngine(windows=3)
+    scheduler = Scheduler(engine)
+    await scheduler.start()
+    try:
+        clock = PlaybackClock()
+        first = scheduler.submit("a", "r", 0, "one", voice="af_heart", speed=1.0, clock=clock)
+        await asyncio.wait_for(pieces(first), 10)
+        second = scheduler.submit("a", "r", 1, "two", voice="af_heart", speed=1.0, clock=clock)
+        await asyncio.wait_for(pieces(second), 10)
+        unclocked = scheduler.submit("b", "s", 0, "three", voice="af_heart", speed=1.0)
+        await asyncio.wait_for(pieces(unclocked), 10)
+    finally:
+        await scheduler.stop()
+    made = [0.0, 0.01, 0.02, 0.03, 0.04, 0.05]  # audio made before each of the six windows
+    assert engine.ahead[0] == 0.0
+    assert all(0.0 <= a <= m for a, m in zip(engine.ahead[:6], made, strict=True) if a is not None)
+    assert clock.audio_s == pytest.approx(0.06)
+    assert engine.ahead[6:] == [None, None, None]
+
+
+def test_a_listener_that_ran_dry_while_others_wait_gets_the_largest_window() -> None:
+    scheduler = Scheduler(StepEngine())
+    fresh, dry, ahead = PlaybackClock(), PlaybackClock(), PlaybackClock()
+    dry.add(0.0)
+    ahead.add(1000.0)
+    assert scheduler.ahead_for(fresh) == 0.0  # nothing made yet: the first window is small anyway
+    assert scheduler.ahead_for(dry) == 0.0  # alone: the smallest window ends the gap soonest
+    assert 0.0 < scheduler.ahead_for(ahead) <= 1000.0
+    for session in "ab":  # the scheduler is not started: they wait in the rotation
+        _submit(scheduler, session, 0)
+    assert scheduler.ahead_for(dry) == math.inf  # overloaded: throughput serves everyone best
+    assert scheduler.ahead_for(ahead) <= 1000.0

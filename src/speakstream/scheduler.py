@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 from speakstream.engine.base import CancelToken, Engine, SynthesisCancelled
 from speakstream.errors import EngineError, Overloaded, SpeakstreamError
@@ -29,6 +31,25 @@ from speakstream.types import AudioPiece
 
 MAX_PIECES_AHEAD = 64
 """Pieces of one chunk made but not yet taken by its reply (a chunk has far fewer windows)."""
+
+
+@dataclass(slots=True)
+class PlaybackClock:
+    """How far a reply's audio is ahead of its listener, who is assumed to play it in real time
+    from the moment its first piece was made: what the engine may spend on the next window."""
+
+    started_at: float | None = None
+    audio_s: float = 0.0
+
+    def add(self, seconds: float) -> None:
+        if self.started_at is None:
+            self.started_at = time.perf_counter()
+        self.audio_s += seconds
+
+    def ahead_s(self) -> float:
+        if self.started_at is None:
+            return 0.0
+        return max(0.0, self.audio_s - (time.perf_counter() - self.started_at))
 
 
 @dataclass(eq=False)
@@ -56,6 +77,8 @@ class Job:
     ended: bool = False
     taken: Callable[[], None] | None = None
     """Called when the reply takes a piece (room again in ``pieces``)."""
+    clock: PlaybackClock | None = None
+    """The reply's playback clock, shared by its chunks (None: windows of fixed sizes)."""
 
     @property
     def queue_wait_s(self) -> float:
@@ -146,9 +169,20 @@ class Scheduler:
             self.cancel(session_id)
         self._executor.shutdown(wait=True, cancel_futures=True)
 
-    def submit(self, session_id: str, request_id: str, index: int, text: str, *, voice: str, speed: float) -> Job:
-        """Queue one chunk of an admitted reply (see ``reserve``); ``job.stream()`` gives its audio."""
-        job = Job(session_id, request_id, index, text, voice, speed, taken=self._wakeup.set)
+    def submit(
+        self,
+        session_id: str,
+        request_id: str,
+        index: int,
+        text: str,
+        *,
+        voice: str,
+        speed: float,
+        clock: PlaybackClock | None = None,
+    ) -> Job:
+        """Queue one chunk of an admitted reply (see ``reserve``); ``job.stream()`` gives its audio.
+        ``clock``: the reply's, so each window is sized to what its listener has buffered."""
+        job = Job(session_id, request_id, index, text, voice, speed, taken=self._wakeup.set, clock=clock)
         queue = self._queues.setdefault(session_id, deque())
         if session_id not in self._rotation:
             self._rotation.append(session_id)
@@ -220,10 +254,21 @@ class Scheduler:
         """One unit of work, in a worker thread; None when the chunk had no more pieces."""
         if job.steps is None:
             opening = job.index == 0
+            ahead = None if job.clock is None else partial(self.ahead_for, job.clock)
             job.steps = self.engine.stream(
-                job.text, voice=job.voice, speed=job.speed, cancel=job.token, opening=opening
+                job.text, voice=job.voice, speed=job.speed, cancel=job.token, opening=opening, ahead=ahead
             )
         return next(job.steps, None)
+
+    def ahead_for(self, clock: PlaybackClock) -> float:
+        """What the engine may spend on this reply's next window: the audio its listener has
+        buffered. When that listener has already run dry while other sessions take turns, the
+        engine is short of time for everyone and a gap cannot be avoided: then the largest window
+        (the least context decoded twice) serves every listener best, so there is no limit."""
+        ahead = clock.ahead_s()
+        if ahead <= 0.0 and clock.started_at is not None and len(self._rotation) > 1:
+            return math.inf
+        return ahead
 
     def _finish(self, job: Job, piece: AudioPiece | None, error: BaseException | None) -> None:
         if self._on_done:
@@ -232,6 +277,8 @@ class Scheduler:
             return
         if job.token.cancelled:
             error = SynthesisCancelled("synthesis cancelled")
+        if error is None and piece is not None and job.clock is not None:
+            job.clock.add(piece.duration_s)
         if error is not None or piece is None or piece.last:
             self._drop(job)
             job.close(error if error is not None else piece)

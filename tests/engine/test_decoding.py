@@ -15,7 +15,9 @@ from speakstream.engine.decoding import FRAME_SAMPLES, WindowPolicy, decode_wind
 HARMONICS = np.arange(1.0, 10.0)
 
 
-def _run(frames: int, head: int, end: int, policy: WindowPolicy, opening: bool = True) -> list[NDArray[np.float32]]:
+def _run(
+    frames: int, head: int, end: int, policy: WindowPolicy, opening: bool = True, budgets: list[float] | None = None
+) -> list[NDArray[np.float32]]:
     f0 = np.linspace(100.0, 220.0, 2 * frames, dtype=np.float32).reshape(1, -1)
 
     def decode(start: int, stop: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -24,8 +26,18 @@ def _run(frames: int, head: int, end: int, policy: WindowPolicy, opening: bool =
         positions = np.arange(start * FRAME_SAMPLES, stop * FRAME_SAMPLES, dtype=np.float64)
         return (0.5 * np.sin(positions / 37.0)).astype(np.float32)
 
+    given = iter(budgets or [])
     pieces = decode_windows(
-        decode, f0, frames, head=head, end=end, harmonics=HARMONICS, rate=24_000.0, policy=policy, opening=opening
+        decode,
+        f0,
+        frames,
+        head=head,
+        end=end,
+        harmonics=HARMONICS,
+        rate=24_000.0,
+        policy=policy,
+        opening=opening,
+        budget=(lambda: next(given, None)) if budgets is not None else None,
     )
     return [samples for samples, _ in pieces]
 
@@ -39,6 +51,7 @@ def _run(frames: int, head: int, end: int, policy: WindowPolicy, opening: bool =
     context=st.integers(1, 20),
     crossfade=st.integers(0, 200),
     opening=st.booleans(),
+    budgets=st.none() | st.lists(st.floats(0.0, 500.0), max_size=30),
     data=st.data(),
 )
 def test_any_window_plan_gives_the_whole_decode(
@@ -49,6 +62,7 @@ def test_any_window_plan_gives_the_whole_decode(
     context: int,
     crossfade: int,
     opening: bool,
+    budgets: list[float] | None,
     data: st.DataObject,
 ) -> None:
     head = data.draw(st.integers(0, frames * FRAME_SAMPLES - 1))
@@ -59,10 +73,11 @@ def test_any_window_plan_gives_the_whole_decode(
         growth=growth,
         max_frames=max(first, maximum),
         context_frames=context,
-        first_context_frames=context,
+        min_frames=data.draw(st.integers(1, 60)),
+        lead_context_frames=context,
         crossfade_samples=crossfade,
     )
-    windowed = _run(frames, head, end, policy, opening)
+    windowed = _run(frames, head, end, policy, opening, budgets)
     whole = _run(frames, head, end, WindowPolicy.whole())
     assert len(whole) == 1
     assert sum(len(p) for p in windowed) == end - head  # the window lengths sum to the whole
@@ -77,6 +92,44 @@ def test_the_plan_tiles_the_frames_and_grows() -> None:
     sizes = [b - a for a, b in plan]
     assert all(s <= 160 for s in sizes[:-1]) and sizes[1] > sizes[0]
     assert policy.plan(0, 150, opening=False) == [(0, 150)]  # a later chunk of under 4 s: one window
+
+
+def test_a_budget_sizes_windows_to_what_the_listener_has_buffered() -> None:
+    policy = WindowPolicy(first_frames=12, min_frames=40, max_frames=160, context_frames=12, safety=1.0)
+    assert policy.size(0, 0, opening=True, budget=500.0) == 12  # the listener is waiting: small
+    assert policy.size(1, 12, opening=True, budget=100.0) == 76  # 100 frames of compute: 76 + 2 x 12 of context
+    assert policy.size(1, 12, opening=True, budget=0.0) == 40  # nothing buffered: the smallest that sounds right
+    assert policy.size(0, 0, opening=False, budget=1000.0) == 160  # a later chunk: up to the largest
+    assert policy.size(0, 0, opening=False, budget=30.0) == 12  # ... but small when its listener is waiting
+    assert policy.size(2, 40, opening=True, budget=float("inf")) == 160  # no limit: the largest
+
+
+def test_budgeted_windows_cost_no_more_than_the_budget() -> None:
+    """Each window after the first (context included) fits in the budget it was given."""
+    policy = WindowPolicy(safety=1.0)
+    spans: list[int] = []
+    budgets = [64.0, 90.0, 120.0, 400.0, 400.0]
+    f0 = np.full((1, 2 * 600), 120.0, dtype=np.float32)
+
+    def decode(start: int, stop: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
+        spans.append(stop - start)
+        return np.zeros((stop - start) * FRAME_SAMPLES, np.float32)
+
+    given = iter(budgets)
+    pieces = decode_windows(
+        decode,
+        f0,
+        600,
+        head=20 * FRAME_SAMPLES,
+        end=560 * FRAME_SAMPLES,
+        harmonics=HARMONICS,
+        rate=24_000.0,
+        policy=policy,
+        budget=lambda: next(given, 400.0),
+    )
+    assert sum(len(p) for p, _ in pieces) == 540 * FRAME_SAMPLES
+    assert spans[0] == policy.first_frames + policy.lead_context_frames + policy.context_frames
+    assert all(span <= budget for span, budget in zip(spans[1:-1], budgets, strict=False))
 
 
 def test_the_carried_phase_is_the_running_sum_of_the_pitch() -> None:

@@ -70,11 +70,19 @@ class Engine(Protocol):
         ...
 
     def stream(
-        self, text: str, *, voice: str, speed: float = 1.0, cancel: CancelToken | None = None, opening: bool = True
+        self,
+        text: str,
+        *,
+        voice: str,
+        speed: float = 1.0,
+        cancel: CancelToken | None = None,
+        opening: bool = True,
+        ahead: Callable[[], float | None] | None = None,
     ) -> Iterator[AudioPiece]:
         """Speak ``text`` piece by piece (each ``next`` is one unit of work, e.g. a decoder window);
         the pieces joined are ``synthesize``'s audio. ``opening``: the chunk opens a reply (make
-        its first piece as soon as possible)."""
+        its first piece as soon as possible); ``ahead``: seconds of the reply's audio its listener
+        has buffered, so an engine can size its work to arrive in time."""
         ...
 
 
@@ -124,6 +132,7 @@ class VoiceBankEngine(ABC):
         speed: float = 1.0,
         cancel: CancelToken | None = None,
         opening: bool = True,
+        ahead: Callable[[], float | None] | None = None,
     ) -> Iterator[AudioPiece]:
         """For an engine that makes a chunk at once: its audio, cut into growing pieces."""
         chunk = self.synthesize(text, voice=voice, speed=speed, cancel=cancel)

@@ -19,7 +19,7 @@ from speakstream.engine.decoding import WINDOW_PAUSE_S, WindowPolicy, word_times
 from speakstream.engine.normalize import normalize
 from speakstream.engine.phonemes import Phonemized, Phonemizer, windows
 from speakstream.engine.voices import VoiceBank
-from speakstream.engine.windowed import WindowedModel
+from speakstream.engine.windowed import Ahead, WindowedModel
 from speakstream.errors import EngineError, InvalidInput
 from speakstream.types import SAMPLE_RATE, AudioChunk, AudioPiece, SynthesisTimings, WordTimestamp, join_pieces
 
@@ -93,9 +93,9 @@ class KokoroEngine(VoiceBankEngine):
     def synthesize(
         self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
     ) -> AudioChunk:
-        """The whole chunk: the join of ``stream``."""
+        """The whole chunk: the join of ``stream``, decoded in one window (no context recomputed)."""
         text, speed, _ = self.checked(text, voice, speed)
-        pieces = self.stream(text, voice=voice, speed=speed, cancel=cancel, opening=False)
+        pieces = self._stream(text, voice, speed, cancel, opening=False, ahead=None, policy=WindowPolicy.whole())
         return join_pieces(text, list(pieces))
 
     def stream(
@@ -106,9 +106,24 @@ class KokoroEngine(VoiceBankEngine):
         speed: float = 1.0,
         cancel: CancelToken | None = None,
         opening: bool = True,
+        ahead: Ahead | None = None,
     ) -> Iterator[AudioPiece]:
         """The chunk's audio piece by piece. ``opening``: the chunk opens a reply, so its first piece
-        comes from one small window of the decoder; later chunks start with a larger one."""
+        comes from one small window of the decoder. ``ahead``: seconds of the reply's audio its
+        listener has buffered, read before each window; each window is as large as that allows."""
+        return self._stream(text, voice, speed, cancel, opening=opening, ahead=ahead, policy=None)
+
+    def _stream(
+        self,
+        text: str,
+        voice: str,
+        speed: float,
+        cancel: CancelToken | None,
+        *,
+        opening: bool,
+        ahead: Ahead | None,
+        policy: WindowPolicy | None,
+    ) -> Iterator[AudioPiece]:
         text, speed, info = self.checked(text, voice, speed)
         started = time.perf_counter()
         parts = windows(self.phonemizer.phonemize(normalize(text), british=info.british))
@@ -120,7 +135,7 @@ class KokoroEngine(VoiceBankEngine):
             yield AudioPiece(chunk.samples, 0, 0.0, chunk.duration_s, chunk.words, True, chunk.timings)
             return
         yield from self.windowed.stream(
-            parts, self.voice_bank, voice, speed, text, cancel, phonemize_s, self.config.edges, opening
+            parts, self.voice_bank, voice, speed, text, cancel, phonemize_s, self.config.edges, opening, ahead, policy
         )
 
     def _whole(

@@ -8,7 +8,7 @@ yields each window's audio as soon as it is made, with the chunk's word timestam
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,11 @@ from speakstream.engine.phonemes import Phonemized
 from speakstream.engine.voices import VoiceBank
 from speakstream.errors import EngineError
 from speakstream.types import SAMPLE_RATE, AudioPiece, SynthesisTimings, WordTimestamp
+
+FRAME_COST_GUESS_S = 0.009
+"""Decoder seconds per frame before any is measured (2 CPU cores: about a third of real time)."""
+Ahead = Callable[[], float | None]
+"""Seconds of a reply's audio its listener has buffered (None: not known)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +73,8 @@ class WindowedModel:
         self.harmonics = np.array([float(h) for h in meta["sine_harmonics"].split(",")])
         self.rate = float(meta["sine_rate"])
         self.policy = policy
+        self.frame_cost_s = FRAME_COST_GUESS_S if self.providers[0] == "CPUExecutionProvider" else 0.0005
+        """Decoder seconds per frame decoded, measured (a moving average over windows)."""
 
     def stream(
         self,
@@ -80,7 +87,11 @@ class WindowedModel:
         phonemize_s: float,
         edges: EdgePolicy,
         opening: bool = True,
+        ahead: Ahead | None = None,
+        policy: WindowPolicy | None = None,
     ) -> Iterator[AudioPiece]:
+        """``ahead``: seconds of this reply's audio the listener has buffered now (sizes windows);
+        ``policy``: this call's windows (default: the model's)."""
         started = time.perf_counter()
         utterances = [
             self.front(part, voices, voice, speed, text if i == len(parts) - 1 else ".", cancel, edges)
@@ -94,7 +105,9 @@ class WindowedModel:
             offset += u.samples + pause
         index, position, clock = 0, 0, started
         for i, u in enumerate(utterances):
-            for samples, final in self._windows(u, cancel, edges, opening=opening and i == 0):
+            for samples, final in self._windows(
+                u, cancel, edges, opening=opening and i == 0, ahead=ahead, policy=policy or self.policy
+            ):
                 if final and i < len(utterances) - 1:
                     samples = np.concatenate([samples, np.zeros(pause, np.float32)])
                 now = time.perf_counter()
@@ -111,10 +124,21 @@ class WindowedModel:
                 clock, index, position = now, index + 1, position + len(samples)
 
     def _windows(
-        self, u: Utterance, cancel: CancelToken | None, edges: EdgePolicy, *, opening: bool
+        self,
+        u: Utterance,
+        cancel: CancelToken | None,
+        edges: EdgePolicy,
+        *,
+        opening: bool,
+        ahead: Ahead | None,
+        policy: WindowPolicy,
     ) -> Iterator[tuple[NDArray[np.float32], bool]]:
         def decode(start: int, end: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
             return self.decode(u, start, end, phase, cancel)
+
+        def budget() -> float | None:
+            seconds = ahead() if ahead is not None else None
+            return None if seconds is None else seconds / max(self.frame_cost_s, 1e-6)
 
         return decode_windows(
             decode,
@@ -124,9 +148,10 @@ class WindowedModel:
             end=u.end,
             harmonics=self.harmonics,
             rate=self.rate,
-            policy=self.policy,
+            policy=policy,
             fade=int(edges.fade_s * SAMPLE_RATE),
             opening=opening,
+            budget=budget if ahead is not None else None,
             tail=u.tail,
             tail_threshold_db=edges.threshold_db,
             speech_end=u.speech_end,
@@ -168,7 +193,10 @@ class WindowedModel:
             "style": u.style,
             PHASE: phase,
         }
+        started = time.perf_counter()
         (audio,) = _run(self.decoder_session, ["audio"], feed, cancel)
+        cost = (time.perf_counter() - started) / max(1, end - start)
+        self.frame_cost_s += 0.3 * (cost - self.frame_cost_s)
         return np.asarray(audio, dtype=np.float32).ravel()
 
 

@@ -21,8 +21,8 @@ from speakstream.audio import Encoder, audio_format, open_encoder, output_rate
 from speakstream.engine.base import check_speed
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import CHUNKING
-from speakstream.scheduler import Job, Scheduler
-from speakstream.text import ChunkPolicy, IncrementalSentenceChunker
+from speakstream.scheduler import Job, PlaybackClock, Scheduler
+from speakstream.text import ChunkPolicy, IncrementalSentenceChunker, chunk_text
 from speakstream.types import AudioPiece, WordTimestamp
 
 
@@ -103,6 +103,7 @@ class Reply:
         policy: ChunkPolicy | None = None,
         lookahead: int = 2,
         max_text_chars: int = 20_000,
+        max_audio_s: float = 1800.0,
     ) -> None:
         self.scheduler = scheduler
         self.session_id = session_id
@@ -111,12 +112,15 @@ class Reply:
         self.fmt = audio_format(settings.format)
         self.sample_rate = output_rate(self.fmt, settings.sample_rate)
         self.stats = ReplyStats()
+        self.clock = PlaybackClock()
+        """How far this reply's audio is ahead of its listener (sizes the engine's windows)."""
         self._chunker = chunker_for(settings.chunking, policy or ChunkPolicy())
         self._texts: deque[str] = deque()
         self._text_ready = asyncio.Event()
         self._ended = False
         self._received = 0
         self._max_text_chars = max_text_chars
+        self._max_audio_s = max_audio_s
         self._lookahead = lookahead
         self._release: weakref.finalize[Any, Any] | None = None
         self.texts: list[str] = []
@@ -207,7 +211,13 @@ class Reply:
             self.texts.append(text)
             try:
                 job = self.scheduler.submit(
-                    self.session_id, self.request_id, index, text, voice=self.settings.voice, speed=self.settings.speed
+                    self.session_id,
+                    self.request_id,
+                    index,
+                    text,
+                    voice=self.settings.voice,
+                    speed=self.settings.speed,
+                    clock=self.clock,
                 )
             except SpeakstreamError as exc:  # the reply fails with it
                 jobs.put_nowait(exc)
@@ -228,6 +238,10 @@ class Reply:
 
     async def _encode_piece(self, encoder: Encoder, job: Job, piece: AudioPiece, sequence: int) -> ChunkOut:
         offset = self.stats.duration_s
+        if offset + piece.duration_s > self._max_audio_s:
+            raise InvalidInput(
+                f"the request makes more than the {self._max_audio_s:g}-second audio limit", code="audio_too_long"
+            )
         if piece.index == 0:
             self.stats.queue_wait_s += job.queue_wait_s
             self.stats.phonemize_s += piece.timings.phonemize_s
@@ -261,10 +275,13 @@ class Reply:
 
 
 class WholeText:
-    """The chunker of ``chunking: none``: the text is spoken as one piece."""
+    """The chunker of ``chunking: none``: the text is spoken as one piece, or, when it is longer
+    than one engine job should be, as runs of whole sentences of up to ``max_chars`` (the engine
+    would cut it at about the same places: its phoneme windows hold about 400 characters)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_chars: int = 1_000) -> None:
         self._parts: list[str] = []
+        self._max_chars = max_chars
 
     def feed(self, fragment: str) -> list[str]:
         self._parts.append(fragment)
@@ -272,7 +289,16 @@ class WholeText:
 
     def cut(self) -> list[str]:
         text, self._parts = "".join(self._parts).strip(), []
-        return [text] if text else []
+        if len(text) <= self._max_chars:
+            return [text] if text else []
+        sentences = chunk_text(text, ChunkPolicy(first_clause=False, schedule=(), max_chunk_chars=self._max_chars))
+        runs: list[str] = []
+        for sentence in sentences:
+            if runs and len(runs[-1]) + 1 + len(sentence) <= self._max_chars:
+                runs[-1] += " " + sentence
+            else:
+                runs.append(sentence)
+        return runs
 
     flush_all = cut
 

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from speakstream.bench.asr import corpus_wer, recognizer
 from speakstream.bench.context import BenchContext
 from speakstream.bench.experiments.accuracy import SENTENCES, VOICES
+from speakstream.bench.player import Playback
 from speakstream.bench.speech import speak_timed
 from speakstream.bench.stats import summary
 from speakstream.bench.tables import table
@@ -31,6 +32,7 @@ from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.normalize import normalize
 from speakstream.engine.phonemes import windows
 from speakstream.engine.windowed import Utterance, WindowedModel
+from speakstream.scheduler import PlaybackClock
 
 NAME = "streaming"
 TITLE = "Streaming inside a chunk: windowed vs whole decoding"
@@ -56,10 +58,12 @@ def _policy(policy: WindowPolicy) -> dict[str, float]:
     return {
         "first_frames": policy.first_frames,
         "max_frames": policy.max_frames,
+        "min_frames": policy.min_frames,
+        "lead_context_frames": policy.lead_context_frames,
         "context_frames": policy.context_frames,
-        "first_context_frames": policy.first_context_frames,
         "growth": policy.growth,
         "crossfade_samples": policy.crossfade_samples,
+        "safety": policy.safety,
     }
 
 
@@ -74,7 +78,7 @@ def _fidelity(ctx: BenchContext, engine: KokoroEngine, model: WindowedModel) -> 
         for text in sentences:
             u = _front(engine, model, text, voice)
             whole, whole_s, whole_first_s = _decode(model, u, WindowPolicy.whole())
-            windowed, windowed_s, first_s = _decode(model, u, model.policy)
+            windowed, windowed_s, first_s = _decode(model, u, model.policy, served=True)
             seams = np.cumsum([len(p) for p in windowed[:-1]])
             joined_whole, joined = np.concatenate(whole), np.concatenate(windowed)
             rows.append(_compare(joined_whole, joined, seams, whole_s, windowed_s, whole_first_s, first_s))
@@ -106,18 +110,32 @@ def _front(engine: KokoroEngine, model: WindowedModel, text: str, voice: str) ->
     return model.front(part, engine.voice_bank, voice, 1.0, text, None, engine.config.edges)
 
 
-def _decode(model: WindowedModel, u: Utterance, policy: WindowPolicy) -> tuple[list[NDArray[np.float32]], float, float]:
-    """Pieces, total seconds and seconds to the first piece."""
+def _decode(
+    model: WindowedModel, u: Utterance, policy: WindowPolicy, *, served: bool = False
+) -> tuple[list[NDArray[np.float32]], float, float]:
+    """Pieces, total seconds and seconds to the first piece. ``served``: windows sized as the server
+    sizes them for one listener (the reply's playback clock and the decoder's measured speed)."""
 
     def decode(start: int, end: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
         return model.decode(u, start, end, phase, None)
 
+    clock = PlaybackClock()
+    budget = (lambda: clock.ahead_s() / model.frame_cost_s) if served else None
     started, first, pieces = time.perf_counter(), 0.0, []
     windowed = decode_windows(
-        decode, u.f0, u.frames, head=u.head, end=u.end, harmonics=model.harmonics, rate=model.rate, policy=policy
+        decode,
+        u.f0,
+        u.frames,
+        head=u.head,
+        end=u.end,
+        harmonics=model.harmonics,
+        rate=model.rate,
+        policy=policy,
+        budget=budget,
     )
     for samples, _ in windowed:
         first = first or time.perf_counter() - started
+        clock.add(len(samples) / 24_000)
         pieces.append(samples)
     return pieces, time.perf_counter() - started, first
 
@@ -194,6 +212,7 @@ async def _latency(ctx: BenchContext, model: WindowedModel) -> dict[str, Any]:
         "four sentences, speakstream chunker": (four, "auto"),
     }
     runs: dict[str, dict[str, list[float]]] = {c: {"whole": [], "windowed": []} for c in cases}
+    served: dict[str, dict[str, list[Playback]]] = {c: {"whole": [], "windowed": []} for c in cases}
     trials = ctx.trials(5, 1)
     async with SpeechSession(ctx.ws_url) as session:
         await speak_timed(session, "Warm up.")
@@ -203,12 +222,14 @@ async def _latency(ctx: BenchContext, model: WindowedModel) -> dict[str, Any]:
                 for mode in order:
                     model.policy = windowed if mode == "windowed" else WindowPolicy.whole()
                     try:
-                        result, _ = await speak_timed(session, text, chunking=chunking)
+                        result, playback = await speak_timed(session, text, chunking=chunking)
                     finally:
                         model.policy = windowed
                     runs[case][mode].append(1000 * (result.ttfa_s or 0.0))
+                    served[case][mode].append(playback)
             ctx.say(f"streaming latency trial {trial + 1}/{trials}")
     out: dict[str, Any] = {c: {m: summary(v) for m, v in r.items()} for c, r in runs.items()}
+    out["served"] = {c: {m: _served(p) for m, p in r.items()} for c, r in served.items()}
     reference = out["four sentences, one message"]["whole"]["mean"]
     out["four_sentence_ratio"] = round(reference / out["four sentences, speakstream chunker"]["windowed"]["mean"], 2)
     out["forty_word_ratio"] = round(
@@ -217,14 +238,28 @@ async def _latency(ctx: BenchContext, model: WindowedModel) -> dict[str, Any]:
     return out
 
 
+def _served(playbacks: list[Playback]) -> dict[str, float]:
+    """Audio seconds per wall second from the request to the last audio, and the player's gaps."""
+    return {
+        "audio_per_wall_s": round(sum(p.audio_s for p in playbacks) / sum(p.wall_s for p in playbacks), 3),
+        "gaps": sum(len(p.gaps) for p in playbacks),
+        "gap_ms": round(1000 * sum(p.stall_s for p in playbacks), 1),
+    }
+
+
 def markdown(result: dict[str, Any]) -> str:
     f, p = result["fidelity"], result["policy"]
     lines = [
-        f"Windows (frames of 25 ms): {p['first_frames']} first in the chunk that opens a reply, growing "
-        f"{p.get('growth', 2.5)}x up to {p['max_frames']}; {p.get('first_context_frames', 16)} frames of context "
-        f"around the first window, {p['context_frames']} around the others; {p['crossfade_samples']}-sample "
-        "crossfade; the sine source's phase carried across windows. The fidelity rows decode every "
-        "utterance as an opening chunk (the most seams).\n",
+        f"Windows (frames of 25 ms): {p['first_frames']} first in the chunk that opens a reply; after it, "
+        "through the server, each window as large as the listener's buffer allows (its compute, context "
+        f"included, within {p.get('safety', 0.75)} of the audio buffered, shared by the sessions taking turns), "
+        f"up to {p['max_frames']}; used directly, the engine grows them {p.get('growth', 2.5)}x. Context: "
+        f"{p.get('lead_context_frames', 16)} frames before a chunk's first window (silence), "
+        f"{p['context_frames']} around every other side, and no window after the first under "
+        f"{p.get('min_frames', 0)} frames (the decoder's instance norms need a span to sound right); "
+        f"{p['crossfade_samples']}-sample crossfade; the sine source's phase carried across windows. "
+        "The fidelity rows decode every utterance as an opening chunk, its windows sized as the server "
+        "sizes them for one listener.\n",
         table(
             ["fidelity (same front output)", "whole decode", "windowed"],
             [
@@ -252,7 +287,7 @@ def markdown(result: dict[str, Any]) -> str:
         rows = [
             [case, r["whole"]["mean"], r["whole"]["p50"], r["windowed"]["mean"], r["windowed"]["p50"], r["whole"]["n"]]
             for case, r in latency.items()
-            if isinstance(r, dict)
+            if isinstance(r, dict) and "whole" in r
         ]
         lines += [
             "\nThrough the server (first audio, ms; the engine switched per trial, interleaved):\n",
@@ -261,4 +296,20 @@ def markdown(result: dict[str, Any]) -> str:
             f"Four-sentence reply: whole text as one message with whole decoding vs our chunker with windows: "
             f"**{latency['four_sentence_ratio']}x** sooner.",
         ]
+        if "served" in latency:
+            served = [
+                [
+                    case,
+                    r["whole"]["audio_per_wall_s"],
+                    r["windowed"]["audio_per_wall_s"],
+                    round(r["windowed"]["audio_per_wall_s"] / r["whole"]["audio_per_wall_s"], 3),
+                    f"{r['whole']['gaps']} / {r['windowed']['gaps']}",
+                ]
+                for case, r in latency["served"].items()
+            ]
+            lines += [
+                "\nAs served (the same trials): audio seconds per wall second from the request to the last "
+                "audio, and gaps a real-time player heard (all trials):\n",
+                table(["text", "whole", "windowed", "windowed / whole", "gaps whole / windowed"], served),
+            ]
     return "\n".join(lines)
