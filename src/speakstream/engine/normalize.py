@@ -58,8 +58,15 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
     (re.compile(r"(?<![\w.])(v|version\s)?(\d+(?:\.\d+){2,})(?![\w.])", re.IGNORECASE), _version),
     (re.compile(r"(?<![\w.])v(\d+\.\d+)\b"), lambda m: f"version {m.group(1)}"),
     (re.compile(r"(?<!\w)\+?(?:\(\d{3}\)\s?|\d{3}[-.\s])\d{3}[-.\s]\d{4}\b|(?<![\w-])\d{3}-\d{4}\b"), _digits),
-    (re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), _address),
-    (re.compile(rf"\b(?:https?://)?(?:www\.)?(?:[\w-]+\.)+{_DOMAIN_WORDS}\b(?:/[\w./-]*\w)?", re.IGNORECASE), _address),
+    # Addresses start only where a run of their characters starts ((?<!...)), and the local part
+    # never gives back what it took (++): a long run costs its length once, not its square.
+    (re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]+(?:\.[\w-]+)+\b"), _address),
+    (
+        re.compile(
+            rf"(?<![\w.-])(?:https?://)?(?:www\.)?(?:[\w-]+\.)+{_DOMAIN_WORDS}\b(?:/[\w./-]*\w)?", re.IGNORECASE
+        ),
+        _address,
+    ),
     (re.compile(r"°\s?C\b"), " degrees Celsius"),
     (re.compile(r"°\s?F\b"), " degrees Fahrenheit"),
     (re.compile(r"°"), " degrees"),

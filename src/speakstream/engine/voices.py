@@ -47,7 +47,10 @@ VOICE_ALIASES = {
     "cedar": "am_puck",
 }
 """OpenAI's voice names and the Kokoro voices that stand in for them."""
-_SPEC_PART = re.compile(r"^\s*([a-z]{2}_[a-z0-9]+)\s*(?::\s*([0-9]*\.?[0-9]+)\s*)?$")
+_SPEC_PART = re.compile(r"\s*([a-z]{2}_[a-z0-9]{1,40})\s*(?::\s*([0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})\s*)?")
+"""One voice of a spec: a name and an optional weight (no two ways to read a digit: linear time)."""
+MAX_SPEC_CHARS = 400
+"""A voice spec's longest form (``MAX_BLEND`` voices, each with a weight, fit with room to spare)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,12 +112,14 @@ class VoiceBank:
         """``"af_heart:0.7,af_bella:0.3"`` -> ``[("af_heart", 0.7), ("af_bella", 0.3)]``."""
         if not isinstance(spec, str) or not spec.strip():
             raise UnknownVoice("voice must be a non-empty string")
+        if len(spec) > MAX_SPEC_CHARS:
+            raise UnknownVoice(f"a voice spec is at most {MAX_SPEC_CHARS} characters")
         parts = spec.split(",")
         if len(parts) > MAX_BLEND:
             raise UnknownVoice(f"a blend may mix at most {MAX_BLEND} voices")
         parsed = []
         for part in parts:
-            match = _SPEC_PART.match(part)
+            match = _SPEC_PART.fullmatch(part)
             if not match:
                 raise UnknownVoice(f"cannot read voice {part.strip()[:40]!r}; use name or name:weight")
             name, weight = match.group(1), float(match.group(2) or 1.0)

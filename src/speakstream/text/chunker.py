@@ -29,10 +29,12 @@ PHRASE_STARTERS = (
     "the a an to at in on of for with from by about into through over after before during until "
     "and but or so because which that who when while where if as than"
 ).split()
-_PHRASE = re.compile(r"\s+(?=(?:" + "|".join(PHRASE_STARTERS) + r")[\s,.;:!?])", re.IGNORECASE)
+# Each starts only where a run of spaces starts ((?<!\s)), so a long run costs its length once,
+# not its square (a cut inside a run is never taken: a cut must follow a letter).
+_PHRASE = re.compile(r"(?<!\s)\s+(?=(?:" + "|".join(PHRASE_STARTERS) + r")[\s,.;:!?])", re.IGNORECASE)
 # Conjunctions and relative words: where a long clause without commas can break naturally.
 CLAUSE_STARTERS = "and but or so because which that who while when where whereas although though unless".split()
-_CLAUSE_START = re.compile(r"\s+(?=(?:" + "|".join(CLAUSE_STARTERS) + r")[\s,.;:!?])", re.IGNORECASE)
+_CLAUSE_START = re.compile(r"(?<!\s)\s+(?=(?:" + "|".join(CLAUSE_STARTERS) + r")[\s,.;:!?])", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,6 +98,8 @@ class IncrementalSentenceChunker:
         return self._buf[self._base :]
 
     def feed(self, fragment: str) -> list[str]:
+        if self._more_blank(fragment):
+            return []
         if self._inert(fragment):
             self._buf += fragment
             self._scan = len(self._buf)
@@ -113,6 +117,15 @@ class IncrementalSentenceChunker:
             and not _TRIGGERS.match(self._buf[-1:])
             and len(self._buf) + len(fragment) - self._base <= self.policy.max_chars(self._index)
         )
+
+    def _more_blank(self, fragment: str) -> bool:
+        """Spaces after a space change nothing: every rule looks at most at the first blank after
+        a character (a clause mark's, a sentence end's, a phrase word's), never at how many follow.
+        Appended as they are, so a run of blanks costs its length once, not its square."""
+        if fragment and self._buf[-1:].isspace() and fragment.isspace() and "\n" not in fragment:
+            self._buf += fragment
+            return True
+        return False
 
     def flush(self) -> str | None:
         """The rest of the reply as one chunk (None if nothing is left); resets for the next."""
