@@ -7,6 +7,7 @@ flags of ``speakstream serve`` override the environment. Tuples are comma-separa
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,7 +28,10 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 8080
     api_key: str | None = None
-    """When set, every route but ``/ping`` and the web page needs ``Authorization: Bearer``."""
+    """When set, every route but ``/ping`` and the web page needs ``Authorization: Bearer``. An
+    empty key is an error (never "auth off"); read it from a file or the environment, not argv."""
+    insecure: bool = False
+    """Serve on an address other than loopback without an API key (refused unless set)."""
     protect_metrics: bool = True
     """With an API key set, ``/metrics`` needs it too."""
     cors_origins: tuple[str, ...] = ()
@@ -36,10 +40,18 @@ class ServerConfig:
     """Origins allowed to open the WebSocket; empty allows any (API key still applies)."""
     max_sessions: int = 64
     max_text_chars: int = 20_000
+    max_audio_s: float = 1800.0
+    """A request that would make more audio than this fails with ``audio_too_long`` once it gets
+    there (20,000 characters at speed 0.5 would be about 40 minutes)."""
     max_frame_bytes: int = 65_536
     max_pending_requests: int = 16
     idle_timeout_s: float = 300.0
     send_timeout_s: float = 15.0
+    body_timeout_s: float = 30.0
+    """A request body must arrive within this (a slow sender holds a connection)."""
+    text_idle_s: float = 30.0
+    """An appended request that gets no text for this long is ended as a ``flush`` would end it
+    (what it has is spoken; its engine slots are freed): a client that never flushes holds nothing."""
     queue_depth: int = 64
     workers: int = 1
     lookahead: int = 2
@@ -57,6 +69,19 @@ class ServerConfig:
     spin_threads: bool = False
     policy: ChunkPolicy = field(default_factory=ChunkPolicy)
 
+    def __post_init__(self) -> None:
+        if self.api_key is not None and not self.api_key.strip():
+            raise InvalidInput("the API key is empty (leave it unset for no key)", code="invalid_config")
+
+    def exposure_problem(self) -> str | None:
+        """Why serving as configured would expose the server, or None."""
+        if self.api_key or self.insecure or _loopback(self.host):
+            return None
+        return (
+            f"refusing to serve on {self.host} without an API key: anyone who can reach it could use it. "
+            "Set SPEAKSTREAM_API_KEY or --api-key-file, or pass --insecure if that is what you want."
+        )
+
     def engine_config(self) -> EngineConfig:
         return EngineConfig(
             model_dir=self.model_dir,
@@ -71,6 +96,7 @@ class ServerConfig:
             "max_frame_bytes": self.max_frame_bytes,
             "max_pending_requests": self.max_pending_requests,
             "idle_timeout_s": self.idle_timeout_s,
+            "text_idle_s": self.text_idle_s,
         }
 
     @classmethod
@@ -86,7 +112,18 @@ class ServerConfig:
         return cls(**values)
 
 
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _parse(name: str, kind: str, raw: str) -> Any:
+    if name == "api_key":
+        return raw  # an empty key stays empty, and is refused
     try:
         if "tuple" in kind:
             return tuple(p.strip() for p in raw.split(",") if p.strip())

@@ -38,6 +38,13 @@ async def test_agent_sse_bad_requests(agent_server: ThreadedServer) -> None:
         assert (await client.post("/agent", json={"prompt": ""})).status_code == 400
         bad_mode = await client.post("/agent", json={"prompt": "hi", "mode": "psychic"})
         assert bad_mode.json()["error"]["code"] == "invalid_mode"
+        for body in (
+            {"prompt": "hi " * 5000},
+            {"prompt": "hi", "reply_id": "x" * 100},
+            {"prompt": "hi", "reply": "a" * 30_000},
+        ):
+            too_long = await client.post("/agent", json=body)
+            assert too_long.status_code == 400 and too_long.json()["error"]["code"] == "text_too_long"
 
 
 async def test_agent_websocket_with_barge_in(agent_server: ThreadedServer) -> None:

@@ -60,7 +60,7 @@ async def test_barge_in_stops_everything() -> None:
             events2 = [e async for e in VoiceAgent(FAST, session).run("Again")]
             assert isinstance(events2[-1], AgentDone) and events2[-1].interrupted is None
         state = await settled(server, baseline)
-        assert state == {"tasks": baseline, "sessions": 0, "queued": 0}
+        assert state == {"tasks": baseline, "sessions": 0, "queued": 0, "reserved": 0}
     finally:
         server.stop()
 

@@ -118,6 +118,23 @@ async def test_first_audio_arrives_before_the_reply_is_flushed(fake_server: Thre
         await drain_until(session, ("synthesis_complete",))
 
 
+async def test_an_appended_request_that_gets_no_more_text_is_ended_and_frees_its_slots() -> None:
+    """A client that appends and never flushes holds nothing: after ``text_idle_s`` the request
+    is spoken as a flush would end it, its engine slots are released, and the session goes on."""
+    server = start_server(FakeEngine(seconds_per_char=0.001), text_idle_s=0.3)
+    try:
+        async with SpeechSession(server.ws_url) as session:
+            await session.append("Thanks for waiting, I found your booking. And then", request_id="idle")
+            result = await asyncio.wait_for(session.collect("idle"), 10)
+            assert result.final is not None and result.final["type"] == "synthesis_complete"
+            assert [m["text"] for m in result.of_type("word_timestamps")][-1] == "And then"
+            assert (await asyncio.to_thread(server_counts, server))["reserved"] == 0
+            follow = await session.collect(await session.speak("Still here."))
+            assert follow.final is not None and follow.final["type"] == "synthesis_complete"
+    finally:
+        server.stop()
+
+
 async def test_cancel_mid_reply_stops_audio_and_reports_what_was_sent() -> None:
     server = start_server(FakeEngine(seconds_per_char=0.004), audio_frame_bytes=4096)
     try:
@@ -191,7 +208,7 @@ async def test_client_vanishing_mid_synthesis_leaves_nothing_behind() -> None:
             await ws.recv()  # synthesis_start
             ws.transport.abort()  # vanish without a close frame
         state = await settled(server, baseline)
-        assert state == {"tasks": baseline, "sessions": 0, "queued": 0}
+        assert state == {"tasks": baseline, "sessions": 0, "queued": 0, "reserved": 0}
     finally:
         server.stop()
 

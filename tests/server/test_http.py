@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
+import socket
 import time
 
 import httpx
@@ -15,6 +17,7 @@ from speakstream.audio.decode import decode
 from speakstream.client import fetch_audio, stream_events
 from speakstream.config import ServerConfig
 from speakstream.engine.fake import FakeEngine
+from speakstream.loadtest.servers import server_counts, start_server
 from speakstream.server.app import create_app
 from speakstream.server.serve import ThreadedServer
 
@@ -167,3 +170,53 @@ async def test_voices_and_models(fake_server: ThreadedServer) -> None:
     assert len(voices["voices"]) == 54 and voices["aliases"]["alloy"] == "af_alloy"
     assert {"id", "language", "gender"} <= set(voices["voices"][0])
     assert models["object"] == "list"
+
+
+async def _raw_request(
+    server: ThreadedServer, head: str, body: bytes, *, receive_buffer: int | None = None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A hand-written HTTP request on its own socket (a client that misbehaves on purpose)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if receive_buffer:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    host, port = httpx.URL(server.url).host, httpx.URL(server.url).port
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, (host, port))
+    reader, writer = await asyncio.open_connection(sock=sock)
+    writer.write(head.encode() + b"\r\n" + body)
+    await writer.drain()
+    return reader, writer
+
+
+async def test_a_body_that_never_arrives_is_refused_with_408() -> None:
+    server = start_server(FakeEngine(), body_timeout_s=0.3)
+    try:
+        head = "POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n"
+        reader, writer = await _raw_request(server, head, b'{"text": "He')
+        status = await asyncio.wait_for(reader.readline(), 10)
+        assert status.startswith(b"HTTP/1.1 408")
+        writer.close()
+        async with httpx.AsyncClient(base_url=server.url) as client:  # the server goes on
+            assert (await client.post("/invocations", json={"text": "Hello."})).status_code == 200
+    finally:
+        server.stop()
+
+
+async def test_a_client_that_stops_reading_is_dropped_and_frees_its_slots(caplog: pytest.LogCaptureFixture) -> None:
+    server = start_server(FakeEngine(seconds_per_char=0.0), send_timeout_s=0.3)
+    caplog.set_level(logging.WARNING, logger="speakstream.http")
+    try:
+        body = json.dumps({"text": "Long enough to fill every buffer on the way. " * 200}).encode()
+        head = f"POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
+        head += "\r\n"
+        _, writer = await _raw_request(server, head, body, receive_buffer=4096)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while "read nothing" not in caplog.text and loop.time() < deadline:  # never read: the server lets go
+            await asyncio.sleep(0.1)
+        assert "read nothing" in caplog.text
+        counts = await asyncio.to_thread(server_counts, server)
+        assert counts["reserved"] == 0 and counts["queued"] == 0
+        writer.close()
+    finally:
+        server.stop()

@@ -102,6 +102,26 @@ async def test_chunking_modes(scheduler: Scheduler, chunking: str, count: int) -
     assert len(reply.texts) == count
 
 
+async def test_a_long_text_without_chunking_is_still_bounded_engine_jobs(scheduler: Scheduler) -> None:
+    reply = _reply(scheduler, chunking="none")
+    reply.push(" ".join([TEXT] * 40))
+    reply.end_input()
+    await _all(reply)
+    assert len(reply.texts) > 1 and all(len(t) <= 1_000 for t in reply.texts)
+    assert " ".join(reply.texts) == " ".join([TEXT] * 40)  # every word, in order, in whole sentences
+    assert all(t.endswith("?") or t.endswith(".") for t in reply.texts)
+
+
+async def test_a_request_over_the_audio_limit_fails_clearly_and_releases_its_slots(scheduler: Scheduler) -> None:
+    reply = Reply(scheduler, session_id="s", request_id="r", settings=ReplySettings(), max_audio_s=1.0)
+    reply.push(TEXT * 3)
+    reply.end_input()
+    with pytest.raises(InvalidInput) as too_long:
+        await _all(reply)
+    assert too_long.value.code == "audio_too_long"
+    assert sum(len(t) for t in reply.texts) < len(TEXT * 3) and scheduler.reserved == 0
+
+
 async def test_input_rules(scheduler: Scheduler) -> None:
     reply = Reply(scheduler, session_id="s", request_id="r", settings=ReplySettings(), max_text_chars=10)
     with pytest.raises(InvalidInput) as too_long:

@@ -14,11 +14,11 @@ import asyncio
 import base64
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -28,11 +28,14 @@ from speakstream.agent.voice_agent import MODES, VoiceAgent
 from speakstream.data import replies
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import Options, sse_event
-from speakstream.server.http import error_response, json_body, runtime_of
+from speakstream.server.http import error_response, json_body, runtime_of, streaming
 from speakstream.server.loopback import LoopbackChannel
 from speakstream.server.runtime import Runtime
 
 SourceFactory = Callable[[dict[str, Any]], TextSource]
+MAX_PROMPT_CHARS = 8_000
+MAX_REPLY_CHARS = 20_000
+MAX_REPLY_ID_CHARS = 64
 
 
 def source_factory_from(*, llm_url: str | None = None, llm_model: str | None = None) -> SourceFactory:
@@ -46,6 +49,8 @@ def source_factory_from(*, llm_url: str | None = None, llm_model: str | None = N
 
 
 def replay_from_request(data: dict[str, Any]) -> TextSource:
+    _capped(data, "reply", MAX_REPLY_CHARS)
+    _capped(data, "reply_id", MAX_REPLY_ID_CHARS)
     try:
         return ReplaySource(
             reply=str(data.get("reply") or ""),
@@ -61,6 +66,7 @@ def _agent(runtime: Runtime, channel: LoopbackChannel, sources: SourceFactory, d
     prompt = data.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise InvalidInput("prompt must be a non-empty string", code="empty_text")
+    _capped(data, "prompt", MAX_PROMPT_CHARS)
     mode = data.get("mode", "bidi")
     if mode not in MODES:
         raise InvalidInput(f"mode must be one of {', '.join(MODES)}", code="invalid_mode")
@@ -68,6 +74,12 @@ def _agent(runtime: Runtime, channel: LoopbackChannel, sources: SourceFactory, d
     return VoiceAgent(
         sources(data), channel, mode=mode, voice=settings.voice, speed=settings.speed, audio_format=settings.format
     )
+
+
+def _capped(data: dict[str, Any], name: str, limit: int) -> None:
+    value = data.get(name)
+    if isinstance(value, str) and len(value) > limit:
+        raise InvalidInput(f"{name} is over the {limit}-character limit", code="text_too_long")
 
 
 def _event_json(event: AgentEvent) -> dict[str, Any]:
@@ -88,7 +100,7 @@ def agent_routes(sources: SourceFactory = replay_from_request) -> list[BaseRoute
         except SpeakstreamError as exc:
             return error_response(exc, runtime)
         runtime.metrics.requests.labels("agent").inc()
-        return StreamingResponse(_sse(channel, agent, str(data["prompt"])), media_type="text/event-stream")
+        return streaming(_sse(channel, agent, str(data["prompt"])), runtime, media_type="text/event-stream")
 
     async def agent_ws(websocket: WebSocket) -> None:
         await AgentSocket(websocket, runtime_of(websocket), sources).run()  # type: ignore[arg-type]
@@ -104,7 +116,7 @@ def agent_routes(sources: SourceFactory = replay_from_request) -> list[BaseRoute
     ]
 
 
-async def _sse(channel: LoopbackChannel, agent: VoiceAgent, prompt: str) -> AsyncIterator[bytes]:
+async def _sse(channel: LoopbackChannel, agent: VoiceAgent, prompt: str) -> AsyncGenerator[bytes, None]:
     async with channel:
         async for event in agent.run(prompt):
             yield sse_event(event.type, _event_json(event))

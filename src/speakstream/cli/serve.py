@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,11 @@ def register(commands: Any) -> None:
     parser = commands.add_parser("serve", help="run the speech server")
     parser.add_argument("--host", help="address to bind (default 127.0.0.1; 0.0.0.0 in containers)")
     parser.add_argument("--port", type=int, help="port (default 8080)")
-    parser.add_argument("--api-key", help="require this key (Authorization: Bearer) on every route but /ping")
+    parser.add_argument("--api-key", help="require this key on every route but /ping (visible in ps: prefer the next)")
+    parser.add_argument("--api-key-file", type=Path, help="read the API key from this file")
+    parser.add_argument(
+        "--insecure", action="store_true", default=None, help="allow a non-loopback address without an API key"
+    )
     parser.add_argument("--voice", help="default voice")
     parser.add_argument("--format", help="default audio format of the WebSocket session")
     parser.add_argument("--max-sessions", type=int)
@@ -34,10 +39,14 @@ def serve_command(args: argparse.Namespace) -> int:
     from speakstream.server.serve import serve
     from speakstream.web import web_routes
 
+    key = args.api_key
+    if args.api_key_file is not None:
+        key = args.api_key_file.read_text(encoding="utf-8").strip()
     config = ServerConfig.from_env(
         host=args.host,
         port=args.port,
-        api_key=args.api_key,
+        api_key=key,
+        insecure=args.insecure,
         voice=args.voice,
         format=args.format,
         max_sessions=args.max_sessions,
@@ -48,6 +57,10 @@ def serve_command(args: argparse.Namespace) -> int:
         fake_engine=args.fake_engine,
         first_chunk_priority=args.first_chunk_priority,
     )
+    problem = config.exposure_problem()
+    if problem:
+        print(f"speakstream serve: {problem}", file=sys.stderr)
+        return 2
     sources = source_factory_from(llm_url=args.llm_url, llm_model=args.llm_model)
     app = create_app(config, extra_routes=[*agent_routes(sources), *web_routes()])
     serve(app, config)

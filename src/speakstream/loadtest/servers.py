@@ -39,7 +39,7 @@ def own_fds() -> int:
 
 
 def server_counts(server: ThreadedServer) -> dict[str, int]:
-    """Tasks, sessions and queued chunks, read on the server's own loop."""
+    """Tasks, sessions, queued chunks and reserved engine slots, read on the server's own loop."""
     runtime = server.runtime
 
     async def read() -> dict[str, int]:
@@ -47,6 +47,7 @@ def server_counts(server: ThreadedServer) -> dict[str, int]:
             "tasks": len(asyncio.all_tasks()),
             "sessions": len(runtime.sessions),
             "queued": runtime.scheduler.queued if runtime.scheduler else 0,
+            "reserved": runtime.scheduler.reserved if runtime.scheduler else 0,
         }
 
     assert runtime.loop is not None

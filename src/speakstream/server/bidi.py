@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import deque
 from enum import Enum
 from typing import Any
@@ -75,6 +76,7 @@ class BidiSession:
         self._request_ready = asyncio.Event()
         self._active: tuple[Reply, asyncio.Task[None]] | None = None
         self._stream: Reply | None = None
+        self._stream_text_at = 0.0
         self._sent = SentLog()
 
     def _move(self, to: SessionState) -> None:
@@ -157,8 +159,10 @@ class BidiSession:
         """Read until the session ends; True when it asked the writer to close (a graceful end)."""
         while self.state is SessionState.OPEN:
             try:
-                message = await asyncio.wait_for(self.ws.receive(), self.config.idle_timeout_s)
+                message = await asyncio.wait_for(self.ws.receive(), self._read_timeout())
             except TimeoutError:
+                if self._text_idle():
+                    continue
                 if self._busy():
                     continue
                 await self._put(Outgoing(close=(1000, "idle timeout")), control=True)
@@ -239,6 +243,7 @@ class BidiSession:
             stream.push_chunk(message.text)
         else:
             stream.push(message.text)
+        self._stream_text_at = time.monotonic()
         if fresh:
             self._enqueue(stream)
             self._stream = stream
@@ -254,6 +259,24 @@ class BidiSession:
         merged = options.over(self.defaults)
         validate(self.rt.require_scheduler(), self.rt.settings(merged))
         self.defaults = merged
+
+    def _read_timeout(self) -> float:
+        if self._stream is None:
+            return self.config.idle_timeout_s
+        left = self._stream_text_at + self.config.text_idle_s - time.monotonic()
+        return max(0.0, min(self.config.idle_timeout_s, left))
+
+    def _text_idle(self) -> bool:
+        """End the open appended request when it had no text for ``text_idle_s``."""
+        stream = self._stream
+        if stream is None or time.monotonic() - self._stream_text_at < self.config.text_idle_s:
+            return False
+        log.info(
+            "session %s: request %s had no text for %.0f s; ended", self.id, stream.request_id, self.config.text_idle_s
+        )
+        stream.end_input()
+        self._stream = None
+        return True
 
     def _busy(self) -> bool:
         return self._active is not None or bool(self._pending) or len(self._outbox) > 0

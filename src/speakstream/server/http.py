@@ -10,14 +10,16 @@ text with those as query parameters. Audio of each chunk leaves as soon as it is
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Message, Send
 
 from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput, SpeakstreamError
@@ -26,6 +28,11 @@ from speakstream.server.reply import Reply
 from speakstream.server.runtime import Runtime
 
 log = logging.getLogger("speakstream.http")
+
+
+class BodyTimeout(InvalidInput):
+    code = "body_timeout"
+    http_status = 408
 
 
 class PayloadTooLarge(InvalidInput):
@@ -61,16 +68,47 @@ async def metrics(request: Request) -> Response:
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refusing more than ``limit`` bytes without reading it all."""
+    """The request body, refusing more than ``limit`` bytes without reading it all, and a body
+    that takes longer than ``body_timeout_s`` to arrive (a slow sender holds a connection)."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(f"request body over {limit} bytes")
+    timeout = runtime_of(request).config.body_timeout_s
     body = bytearray()
-    async for block in request.stream():
-        body += block
-        if len(body) > limit:
-            raise PayloadTooLarge(f"request body over {limit} bytes")
+    try:
+        async with asyncio.timeout(timeout):
+            async for block in request.stream():
+                body += block
+                if len(body) > limit:
+                    raise PayloadTooLarge(f"request body over {limit} bytes")
+    except TimeoutError as exc:
+        raise BodyTimeout(f"the request body did not arrive within {timeout:g} s") from exc
     return bytes(body)
+
+
+class BoundedStreamingResponse(StreamingResponse):
+    """A streaming response whose every send must finish within ``send_timeout_s``: a client that
+    stops reading is dropped and its reply's engine slots are freed, as on the WebSocket."""
+
+    def __init__(self, content: AsyncGenerator[bytes, None], *, send_timeout_s: float, **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self.content = content
+        self.send_timeout_s = send_timeout_s
+
+    async def stream_response(self, send: Send) -> None:
+        async def bounded(message: Message) -> None:
+            await asyncio.wait_for(send(message), self.send_timeout_s)
+
+        try:
+            await super().stream_response(bounded)
+        except TimeoutError:
+            log.warning("a client read nothing for %g s; its response was dropped", self.send_timeout_s)
+        finally:
+            await self.content.aclose()
+
+
+def streaming(content: AsyncGenerator[bytes, None], runtime: Runtime, **kwargs: Any) -> StreamingResponse:
+    return BoundedStreamingResponse(content, send_timeout_s=runtime.config.send_timeout_s, **kwargs)
 
 
 async def json_body(request: Request, limit: int) -> dict[str, Any]:
@@ -94,9 +132,9 @@ async def invocations(request: Request) -> Response:
     runtime.metrics.requests.labels("http").inc()
     headers = {"X-Request-Id": reply.request_id, "Cache-Control": "no-store"}
     if "text/event-stream" in request.headers.get("accept", ""):
-        return StreamingResponse(sse_stream(reply, runtime), media_type="text/event-stream", headers=headers)
+        return streaming(sse_stream(reply, runtime), runtime, media_type="text/event-stream", headers=headers)
     headers["X-Sample-Rate"] = str(reply.sample_rate)
-    return StreamingResponse(audio_stream(reply, runtime, "http"), media_type=reply.fmt.mime_type, headers=headers)
+    return streaming(audio_stream(reply, runtime, "http"), runtime, media_type=reply.fmt.mime_type, headers=headers)
 
 
 async def _invocation_reply(request: Request, runtime: Runtime) -> Reply:
@@ -126,7 +164,7 @@ def _request_id(data: dict[str, Any]) -> str | None:
     return str(value)[:128] if value else None
 
 
-async def audio_stream(reply: Reply, runtime: Runtime, transport: str) -> AsyncIterator[bytes]:
+async def audio_stream(reply: Reply, runtime: Runtime, transport: str) -> AsyncGenerator[bytes, None]:
     """The encoded audio as it is made. An error after the first byte can only end the stream."""
     try:
         async for out in reply.outputs():
@@ -140,7 +178,7 @@ async def audio_stream(reply: Reply, runtime: Runtime, transport: str) -> AsyncI
         runtime.metrics.ttfa.labels(transport).observe(reply.stats.ttfa_s)
 
 
-async def sse_stream(reply: Reply, runtime: Runtime) -> AsyncIterator[bytes]:
+async def sse_stream(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, None]:
     rid = reply.request_id
     yield sse_event(
         "audio_stream_start",

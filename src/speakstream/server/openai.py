@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from speakstream.engine.base import check_text
 from speakstream.engine.voices import VOICE_ALIASES
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import Options, sse_event
-from speakstream.server.http import audio_stream, error_response, json_body, runtime_of
+from speakstream.server.http import audio_stream, error_response, json_body, runtime_of, streaming
 from speakstream.server.reply import Reply
 from speakstream.server.runtime import Runtime
 
@@ -38,8 +38,8 @@ async def speech(request: Request) -> Response:
     runtime.metrics.requests.labels("openai").inc()
     headers = {"X-Request-Id": reply.request_id}
     if stream_format == "sse":
-        return StreamingResponse(_sse(reply, runtime), media_type="text/event-stream", headers=headers)
-    return StreamingResponse(audio_stream(reply, runtime, "openai"), media_type=reply.fmt.mime_type, headers=headers)
+        return streaming(_sse(reply, runtime), runtime, media_type="text/event-stream", headers=headers)
+    return streaming(audio_stream(reply, runtime, "openai"), runtime, media_type=reply.fmt.mime_type, headers=headers)
 
 
 async def _speech_reply(request: Request, runtime: Runtime) -> tuple[Reply, str]:
@@ -66,7 +66,7 @@ async def _speech_reply(request: Request, runtime: Runtime) -> tuple[Reply, str]
     return reply, stream_format
 
 
-async def _sse(reply: Reply, runtime: Runtime) -> AsyncIterator[bytes]:
+async def _sse(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, None]:
     try:
         async for out in reply.outputs():
             if out.data:

@@ -104,6 +104,7 @@ class Runtime:
             policy=self.config.policy,
             lookahead=self.config.lookahead,
             max_text_chars=self.config.max_text_chars,
+            max_audio_s=self.config.max_audio_s,
         )
 
     @property

@@ -15,6 +15,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from speakstream.config import ServerConfig
+from speakstream.errors import InvalidInput
 from speakstream.server.runtime import Runtime
 
 
@@ -50,6 +51,9 @@ def uvicorn_config(app: Starlette, config: ServerConfig, **overrides: Any) -> uv
 
 
 def serve(app: Starlette, config: ServerConfig) -> None:
+    problem = config.exposure_problem()
+    if problem:
+        raise InvalidInput(problem, code="insecure")
     GracefulServer(uvicorn_config(app, config, log_level="info"), app.state.runtime).run()
 
 
