@@ -252,7 +252,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         f"Windows (frames of 25 ms): {p['first_frames']} first in the chunk that opens a reply; after it, "
         "through the server, each window as large as the listener's buffer allows (its compute, context "
-        f"included, within {p.get('safety', 0.75)} of the audio buffered, shared by the sessions taking turns), "
+        f"included, within {p.get('safety', 0.75)} of the audio buffered; the largest when a listener ran dry "
+        "while other sessions wait), "
         f"up to {p['max_frames']}; used directly, the engine grows them {p.get('growth', 2.5)}x. Context: "
         f"{p.get('lead_context_frames', 16)} frames before a chunk's first window (silence), "
         f"{p['context_frames']} around every other side, and no window after the first under "
