@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import numpy as np
 import pytest
 
-from speakstream.engine.base import CancelToken, SynthesisCancelled
+from speakstream.engine.base import Ahead, CancelToken, SynthesisCancelled
 from speakstream.engine.fake import FakeEngine
 from speakstream.errors import EngineError, Overloaded
 from speakstream.scheduler import Job, PlaybackClock, Scheduler
@@ -41,7 +41,7 @@ class StepEngine(FakeEngine):
         speed: float = 1.0,
         cancel: CancelToken | None = None,
         opening: bool = True,
-        ahead: Callable[[], float | None] | None = None,
+        ahead: Ahead | None = None,
     ) -> Iterator[AudioPiece]:
         if self.fail_when and self.fail_when(text):
             raise EngineError("injected failure")

@@ -15,6 +15,8 @@ from speakstream.types import AudioChunk, AudioPiece, SynthesisTimings
 
 MIN_SPEED = 0.5
 MAX_SPEED = 2.0
+Ahead = Callable[[], float | None]
+"""Seconds of a reply's audio its listener has buffered now (None: not known)."""
 
 
 class SynthesisCancelled(SpeakstreamError):
@@ -77,7 +79,7 @@ class Engine(Protocol):
         speed: float = 1.0,
         cancel: CancelToken | None = None,
         opening: bool = True,
-        ahead: Callable[[], float | None] | None = None,
+        ahead: Ahead | None = None,
     ) -> Iterator[AudioPiece]:
         """Speak ``text`` piece by piece (each ``next`` is one unit of work, e.g. a decoder window);
         the pieces joined are ``synthesize``'s audio. ``opening``: the chunk opens a reply (make
@@ -132,7 +134,7 @@ class VoiceBankEngine(ABC):
         speed: float = 1.0,
         cancel: CancelToken | None = None,
         opening: bool = True,
-        ahead: Callable[[], float | None] | None = None,
+        ahead: Ahead | None = None,
     ) -> Iterator[AudioPiece]:
         """For an engine that makes a chunk at once: its audio, cut into growing pieces."""
         chunk = self.synthesize(text, voice=voice, speed=speed, cancel=cancel)

@@ -105,16 +105,22 @@ class WindowPolicy:
         stop = min(end, start + size)
         return end if end - stop < max(2, self.first_frames) else stop
 
-    def plan(self, start: int, end: int, *, opening: bool = True) -> list[tuple[int, int]]:
-        """Windows ``[a, b)`` of frames that tile ``[start, end)`` without a budget."""
-        windows: list[tuple[int, int]] = []
-        a, size = start, 0
+    def windows(
+        self, start: int, end: int, *, opening: bool = True, budget: Budget | None = None
+    ) -> Iterator[tuple[int, int]]:
+        """Windows ``[a, b)`` of frames that tile ``[start, end)``; ``budget`` is read just before
+        each window is sized (never for the first window of an opening chunk: the listener waits)."""
+        a, size, index = start, 0, 0
         while a < end:
-            size = self.size(len(windows), size, opening=opening, budget=None)
+            waiting = index == 0 and opening
+            size = self.size(index, size, opening=opening, budget=budget() if budget and not waiting else None)
             b = self.cut(a, size, end)
-            windows.append((a, b))
-            a = b
-        return windows
+            yield a, b
+            a, index = b, index + 1
+
+    def plan(self, start: int, end: int, *, opening: bool = True) -> list[tuple[int, int]]:
+        """The windows without a budget."""
+        return list(self.windows(start, end, opening=opening))
 
 
 def sine_phase(f0: NDArray[np.float32], upto: int, harmonics: NDArray[np.float64], rate: float) -> NDArray[np.float32]:
@@ -208,11 +214,7 @@ def decode_windows(
     stop = max(first + 1, last)
     crossfade = policy.crossfade_samples
     stitch = _Stitcher(head, end, crossfade, fade, tail, tail_threshold_db, speech_end)
-    a, size, index = first, 0, 0
-    while a < stop:
-        waiting = index == 0 and opening  # the listener waits for this one: no budget to read
-        size = policy.size(index, size, opening=opening, budget=budget() if budget and not waiting else None)
-        b = policy.cut(a, size, stop)
+    for index, (a, b) in enumerate(policy.windows(first, stop, opening=opening, budget=budget)):
         final = b == stop
         left = policy.lead_context_frames if index == 0 else policy.context_frames
         s, e = max(0, a - left), min(frames, b + policy.context_frames)
@@ -220,7 +222,6 @@ def decode_windows(
         lo = (a - s) * FRAME_SAMPLES - (crossfade if index else 0)
         hi = (b - s) * FRAME_SAMPLES + (0 if final else crossfade)
         yield stitch.add(audio[lo:hi], s * FRAME_SAMPLES + lo, final), final
-        a, index = b, index + 1
 
 
 def word_times(part: Phonemized, durations: Any, head: int, length: int) -> list[WordTimestamp]:

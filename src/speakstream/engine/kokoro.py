@@ -14,12 +14,12 @@ from numpy.typing import NDArray
 
 from speakstream.engine.assets import Assets, locate
 from speakstream.engine.audio_edges import EdgePolicy, trim_edges
-from speakstream.engine.base import CancelToken, SynthesisCancelled, VoiceBankEngine
+from speakstream.engine.base import Ahead, CancelToken, SynthesisCancelled, VoiceBankEngine
 from speakstream.engine.decoding import WINDOW_PAUSE_S, WindowPolicy, word_times
 from speakstream.engine.normalize import normalize
 from speakstream.engine.phonemes import Phonemized, Phonemizer, windows
 from speakstream.engine.voices import VoiceBank
-from speakstream.engine.windowed import Ahead, WindowedModel
+from speakstream.engine.windowed import WindowedModel
 from speakstream.errors import EngineError, InvalidInput
 from speakstream.types import SAMPLE_RATE, AudioChunk, AudioPiece, SynthesisTimings, WordTimestamp, join_pieces
 

@@ -8,7 +8,7 @@ yields each window's audio as soon as it is made, with the chunk's word timestam
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from speakstream.engine.assets import Assets
 from speakstream.engine.audio_edges import EdgePolicy
-from speakstream.engine.base import CancelToken, SynthesisCancelled
+from speakstream.engine.base import Ahead, CancelToken, SynthesisCancelled
 from speakstream.engine.decoding import (
     FRAME_SAMPLES,
     WINDOW_PAUSE_S,
@@ -34,8 +34,6 @@ from speakstream.types import SAMPLE_RATE, AudioPiece, SynthesisTimings, WordTim
 
 FRAME_COST_GUESS_S = 0.009
 """Decoder seconds per frame before any is measured (2 CPU cores: about a third of real time)."""
-Ahead = Callable[[], float | None]
-"""Seconds of a reply's audio its listener has buffered (None: not known)."""
 
 
 @dataclass(frozen=True, slots=True)
