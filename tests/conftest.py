@@ -6,13 +6,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from speakstream.bench.asr import Recognizer, recognizer
+from speakstream.bench.asr import Recognizer, multilingual_recognizer, recognizer
 from speakstream.engine.fake import FakeEngine
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.loadtest.servers import start_server
 from speakstream.server.serve import ThreadedServer
 
-_MARKS_BY_FIXTURE = {"kokoro": "model", "kokoro_server": "model", "asr": "asr"}
+_MARKS_BY_FIXTURE = {"kokoro": "model", "kokoro_server": "model", "asr": "asr", "multilingual_asr": "asr"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -33,6 +33,12 @@ def kokoro() -> KokoroEngine:
 @pytest.fixture(scope="session")
 def asr() -> Recognizer:
     return recognizer()
+
+
+@pytest.fixture(scope="session")
+def multilingual_asr() -> Recognizer:
+    """Whisper base, multilingual (joined from its two PyPI parts on first use)."""
+    return multilingual_recognizer()
 
 
 @pytest.fixture

@@ -8,12 +8,15 @@ sends an audio frame that would parse as one.
 
 Client -> server::
 
-    {"type": "text", "text": "...", "request_id"?, "voice"?, "speed"?, "format"?, "sample_rate"?, "chunking"?}
-    {"type": "append", "text": "...", "chunk"?, "request_id"?, "voice"?, "speed"?, "format"?, "sample_rate"?}
+    {"type": "text", "text": "...", "request_id"?, OPTIONS}
+    {"type": "append", "text": "...", "chunk"?, "request_id"?, OPTIONS}
     {"type": "flush", "request_id"?}
     {"type": "cancel", "request_id"?}
-    {"type": "config", "voice"?, "speed"?, "format"?, "sample_rate"?}
+    {"type": "config", OPTIONS}
     {"type": "close"}
+
+OPTIONS are any of ``"voice"``, ``"speed"``, ``"format"``, ``"sample_rate"``, ``"chunking"`` (text
+only) and ``"language"`` (see ``Options``).
 
 ``append`` adds raw LLM fragments that the server chunks itself; ``"chunk": true`` says the text
 is a whole chunk, chunked by the client: it is spoken as it is, at once, and not split again.
@@ -38,6 +41,7 @@ from speakstream.errors import ProtocolError, SpeakstreamError
 
 MAX_REQUEST_ID = 128
 CHUNKING = ("auto", "sentences", "none")
+MAX_LANGUAGE = 24
 
 
 # Client messages
@@ -54,6 +58,8 @@ class Options:
     sample_rate: int | None = None
     chunking: str | None = None
     """``auto`` (clause first, then sentences), ``sentences``, or ``none`` (the whole text at once)."""
+    language: str | None = None
+    """The language to read the text in (``es``, ``pt-br``, ``ja``...); default: the voice's own."""
 
     @classmethod
     def parse(cls, data: Mapping[str, Any], *, strings: bool = False) -> Options:
@@ -182,8 +188,18 @@ def _options(data: Mapping[str, Any]) -> Options:
     chunking = data.get("chunking")
     if chunking is not None and chunking not in CHUNKING:
         raise ProtocolError(f"chunking must be one of {', '.join(CHUNKING)}", code="invalid_chunking")
+    language = data.get("language")
+    if language is not None and (not isinstance(language, str) or len(language) > MAX_LANGUAGE):
+        raise ProtocolError(
+            f"language must be a string of at most {MAX_LANGUAGE} characters", code="unsupported_language"
+        )
     return Options(
-        voice=voice, speed=None if speed is None else float(speed), format=fmt, sample_rate=rate, chunking=chunking
+        voice=voice,
+        speed=None if speed is None else float(speed),
+        format=fmt,
+        sample_rate=rate,
+        chunking=chunking,
+        language=language or None,
     )
 
 

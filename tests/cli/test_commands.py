@@ -23,9 +23,22 @@ def speakstream(*args: str, stdin: str | None = None, timeout: float = 300) -> s
 @pytest.mark.model
 def test_voices_lists_all_54(tmp_path: Path) -> None:
     result = speakstream("voices", "--json")
-    voices = json.loads(result.stdout)
-    assert len(voices) == 54
-    assert {"id": "bf_emma", "name": "bf_emma", "language": "en-gb", "gender": "female"} in voices
+    listing = json.loads(result.stdout)
+    assert len(listing["voices"]) == 54
+    emma = {"id": "bf_emma", "name": "bf_emma", "language": "en-gb", "language_name": "British English"}
+    assert {**emma, "gender": "female"} in listing["voices"]
+    assert [g["language"] for g in listing["languages"]] == [
+        "en-us",
+        "en-gb",
+        "es",
+        "fr-fr",
+        "hi",
+        "it",
+        "ja",
+        "pt-br",
+        "zh",
+    ]
+    assert sum(len(g["voices"]) for g in listing["languages"]) == 54
 
 
 @pytest.mark.model

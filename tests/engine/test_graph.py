@@ -20,7 +20,7 @@ def outputs(kokoro: KokoroEngine) -> dict[str, list[Any]]:
     """Each graph run on the same tokens, style and speed."""
     import onnxruntime as ort
 
-    part = windows(kokoro.phonemizer.phonemize("Thanks for waiting, I found your booking.", british=False))[0]
+    part = windows(kokoro.phonemizer.phonemize("Thanks for waiting, I found your booking."))[0]
     feed = {
         "tokens": np.array([[0, *part.tokens, 0]], dtype=np.int64),
         "style": kokoro.voice_bank.style("af_heart", len(part.tokens)),

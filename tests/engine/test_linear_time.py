@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
+from speakstream.engine.languages import parse_language
 from speakstream.engine.normalize import normalize
 from speakstream.engine.voices import MAX_SPEC_CHARS, VoiceBank
 from speakstream.errors import UnknownVoice
@@ -23,6 +24,17 @@ def test_normalize_costs_linear_time(unit: str) -> None:
 @given(unit=hostile_units())
 def test_normalize_costs_linear_time_on_generated_runs(unit: str) -> None:
     assert growth(normalize, unit) < RATIO_LIMIT
+
+
+OTHER_LANGUAGES = ["es", "fr-fr", "pt-br", "hi", "zh", "ja"]
+OTHER_UNITS = ["1", "1.", "1,", "1/", "1-", "1:", "$1", "R$", "1 €", "%", "1/1/", "2026-"]
+
+
+@pytest.mark.parametrize("tag", OTHER_LANGUAGES)
+@pytest.mark.parametrize("unit", OTHER_UNITS, ids=repr)
+def test_normalize_in_other_languages_costs_linear_time(tag: str, unit: str) -> None:
+    language = parse_language(tag)
+    assert growth(lambda text: normalize(text, language), unit) < RATIO_LIMIT
 
 
 @pytest.mark.parametrize("spec", ["af_heart:" + "1" * 5000 + "x", " " * 5000 + "x", "af_heart:" + "." * 5000])

@@ -1,5 +1,6 @@
 import pytest
 
+from speakstream.engine.languages import parse_language
 from speakstream.engine.phonemes import Phonemizer, windows
 
 pytestmark = pytest.mark.model
@@ -19,8 +20,8 @@ def test_words_map_to_their_tokens(phonemizer: Phonemizer) -> None:
 
 
 def test_british_and_american_differ(phonemizer: Phonemizer) -> None:
-    us = phonemizer.phonemize("tomato", british=False).phonemes
-    uk = phonemizer.phonemize("tomato", british=True).phonemes
+    us = phonemizer.phonemize("tomato", parse_language("en-us")).phonemes
+    uk = phonemizer.phonemize("tomato", parse_language("en-gb")).phonemes
     assert us != uk
 
 

@@ -40,5 +40,5 @@ def test_bad_specs(spec: str) -> None:
 def test_catalogue() -> None:
     info = voice_info("bm_george")
     assert (info.language, info.gender, info.british) == ("en-gb", "male", True)
-    assert voice_info("zf_xiaobei").language == "cmn"
+    assert voice_info("zf_xiaobei").language == "zh"
     assert bank().info("af_bella:1,bm_george:2").name == "bm_george"

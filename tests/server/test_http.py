@@ -101,6 +101,10 @@ async def test_invocations_sse(fake_server: ThreadedServer) -> None:
         ({"text": "hi", "format": "wma"}, 400, "invalid_format"),
         ({"text": "hi", "format": "opus", "sample_rate": 44_100}, 400, "invalid_sample_rate"),
         ({"text": "x" * 20_001}, 400, "text_too_long"),
+        ({"text": "hi", "language": "klingon"}, 400, "unsupported_language"),
+        ({"text": "hi", "voice": "af_heart@"}, 400, "unsupported_language"),
+        ({"text": "你好", "voice": "af_heart"}, 400, "unsupported_text"),
+        ({"text": "你好", "voice": "af_heart", "language": "fr"}, 400, "unsupported_text"),
     ],
 )
 async def test_invocations_errors(fake_server: ThreadedServer, body: dict[str, object], status: int, code: str) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from speakstream.agent.routes import agent_routes
+from speakstream.data import language_samples
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.loadtest.servers import start_server
 from speakstream.server.serve import ThreadedServer
@@ -105,4 +106,20 @@ def test_player_schedules_gaplessly(page_server: ThreadedServer, browser: Any) -
     result = page.evaluate(PLAYER_CHECK)
     assert result["gapless"] == {"scheduled": pytest.approx(1.0, abs=1e-3), "underruns": 0}
     assert result["late"] == 1  # a piece that comes after the audio ran out is one underrun
+    page.close()
+
+
+def test_voices_are_grouped_by_language_with_a_sample_each(page_server: ThreadedServer, browser: Any) -> None:
+    page = browser.new_page()
+    page.goto(page_server.url + "/")
+    page.wait_for_function("document.querySelector('[data-testid=voice]').options.length === 54")
+    labels = page.eval_on_selector_all("#voice optgroup", "groups => groups.map(g => g.label)")
+    assert len(labels) == 9 and "Japanese (ja)" in labels and "Mandarin Chinese (zh)" in labels
+    page.select_option("[data-testid=voice]", "jf_alpha")
+    assert page.input_value("[data-testid=text]") == language_samples()["ja"]["reply"]
+    page.select_option("[data-testid=voice]", "ef_dora")
+    assert page.input_value("[data-testid=text]") == language_samples()["es"]["reply"]
+    page.fill("[data-testid=text]", "Mi propio texto.")
+    page.select_option("[data-testid=voice]", "ff_siwis")
+    assert page.input_value("[data-testid=text]") == "Mi propio texto."  # the person's own text stays
     page.close()

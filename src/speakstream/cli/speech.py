@@ -78,17 +78,21 @@ async def _say_remote(args: argparse.Namespace, text: str, fmt: str) -> str:
 
 def voices_command(args: argparse.Namespace) -> int:
     from speakstream.engine.assets import locate
-    from speakstream.engine.voices import voice_info
+    from speakstream.engine.voices import by_language, voice_info
 
     names = sorted(locate(args.model_dir).voice_files())
     catalogue = [voice_info(n) for n in names]
     if args.json:
-        print(json.dumps([v.to_dict() for v in catalogue], indent=2))
+        print(json.dumps({"voices": [v.to_dict() for v in catalogue], "languages": by_language(catalogue)}, indent=2))
         return 0
-    table = Table(title=f"{len(catalogue)} Kokoro voices")
-    for column in ("voice", "language", "gender", "G2P"):
+    table = Table(title=f"{len(catalogue)} Kokoro voices in {len(by_language(catalogue))} languages")
+    for column in ("language", "G2P", "voices"):
         table.add_column(column)
-    for v in catalogue:
-        table.add_row(v.name, f"{v.language_name} ({v.language})", v.gender, "en-gb" if v.british else "en-us")
+    for group in by_language(catalogue):
+        speaks = voice_info(group["voices"][0]).speaks
+        table.add_row(f"{group['name']} ({group['language']})", G2P_NAMES[speaks.g2p], ", ".join(group["voices"]))
     Console().print(table)
     return 0
+
+
+G2P_NAMES = {"english": "misaki", "espeak": "espeak-ng", "chinese": "misaki zh", "japanese": "misaki ja (cutlet)"}

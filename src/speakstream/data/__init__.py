@@ -1,10 +1,12 @@
-"""Texts bundled with the package: agent replies, the benchmark text, segmentation cases."""
+"""Texts bundled with the package: agent replies, the benchmark text, segmentation cases, and
+sample texts in every language."""
 
 from __future__ import annotations
 
 import json
 from functools import cache
 from importlib.resources import files
+from typing import Any
 
 
 def read_text(name: str) -> str:
@@ -25,3 +27,11 @@ def segmentation_cases() -> list[dict[str, object]]:
 def bench_text() -> str:
     """The four-sentence reply used by the published time-to-first-audio experiment."""
     return read_text("bench_four_sentences.txt").strip()
+
+
+@cache
+def language_samples() -> dict[str, dict[str, Any]]:
+    """Per language tag: ``sentences`` (3+, numbers and punctuation included, for accuracy checks)
+    and ``reply`` (the four-sentence benchmark reply, translated)."""
+    loaded: dict[str, dict[str, Any]] = json.loads(read_text("languages.json"))
+    return loaded

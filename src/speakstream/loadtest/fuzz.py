@@ -30,6 +30,10 @@ BAD_INPUTS: list[tuple[str | bytes, str]] = [
     ('{"type": "cancel", "request_id": "nope"}', "unknown_request"),
     ('{"type": "text", "text": "hi", "sample_rate": 11025}', "invalid_sample_rate"),
     ('{"type": "config", "voice": "xx_nobody"}', "unknown_voice"),
+    ('{"type": "text", "text": "hi", "language": "klingon"}', "unsupported_language"),
+    ('{"type": "text", "text": "hi", "language": ["es"]}', "unsupported_language"),
+    ('{"type": "config", "language": "x"}', "unsupported_language"),
+    ('{"type": "text", "text": "hi", "voice": "af_heart@"}', "unsupported_language"),
     ('{"type": "append", "text": "hi", "chunk": "yes"}', "invalid_message"),
 ]
 """The documented bad inputs and the error code each must get (also used by the tests)."""
@@ -42,8 +46,11 @@ def random_frame(rng: random.Random) -> str | bytes:
     if kind == 1:
         return "".join(chr(rng.randrange(32, 0x2FFF)) for _ in range(rng.randrange(0, 80)))
     fields: dict[str, Any] = {"type": rng.choice(["text", "append", "flush", "cancel", "config", "close?", 5, None])}
-    for key in rng.sample(["text", "voice", "speed", "format", "request_id", "sample_rate", "chunk", "chunking"], 3):
-        fields[key] = rng.choice([None, "", "af_heart", 1.0, -3, 10**9, [], {}, True, "x" * 50, "ok."])
+    keys = ["text", "voice", "speed", "format", "request_id", "sample_rate", "chunk", "chunking", "language"]
+    for key in rng.sample(keys, 3):
+        fields[key] = rng.choice(
+            [None, "", "af_heart", 1.0, -3, 10**9, [], {}, True, "x" * 50, "ok.", "es", "af_heart@ja"]
+        )
     frame = json.dumps(fields)
     return frame.encode() if kind == 3 else frame
 

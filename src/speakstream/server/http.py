@@ -24,7 +24,7 @@ from starlette.types import Message, Send
 from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import Options, sse_event
-from speakstream.server.reply import Reply
+from speakstream.server.reply import Reply, check_readable
 from speakstream.server.runtime import Runtime
 
 log = logging.getLogger("speakstream.http")
@@ -153,6 +153,7 @@ async def _invocation_reply(request: Request, runtime: Runtime) -> Reply:
     if len(text) > runtime.config.max_text_chars:
         raise InvalidInput(f"text is over the {runtime.config.max_text_chars}-character limit", code="text_too_long")
     settings = runtime.settings(Options.parse(data, strings=True))
+    check_readable(runtime.require_scheduler(), settings, text)
     reply = runtime.reply(runtime.new_id("http"), _request_id(data), settings)
     reply.push(text)
     reply.end_input()

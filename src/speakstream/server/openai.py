@@ -15,12 +15,13 @@ from collections.abc import AsyncGenerator
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from speakstream.data import language_samples
 from speakstream.engine.base import check_text
-from speakstream.engine.voices import VOICE_ALIASES
+from speakstream.engine.voices import VOICE_ALIASES, by_language
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import Options, sse_event
 from speakstream.server.http import audio_stream, error_response, json_body, runtime_of, streaming
-from speakstream.server.reply import Reply
+from speakstream.server.reply import Reply, check_readable
 from speakstream.server.runtime import Runtime
 
 OPENAI_FORMATS = {"mp3": "mp3", "opus": "opus", "aac": "adts", "flac": "flac", "wav": "wav", "pcm": "pcm"}
@@ -58,8 +59,14 @@ async def _speech_reply(request: Request, runtime: Runtime) -> tuple[Reply, str]
     stream_format = data.get("stream_format", "audio")
     if stream_format not in ("audio", "sse"):
         raise InvalidInput("stream_format must be 'audio' or 'sse'", code="invalid_stream_format")
-    options = {"voice": voice, "speed": data.get("speed"), "format": OPENAI_FORMATS[response_format]}
+    options = {
+        "voice": voice,
+        "speed": data.get("speed"),
+        "format": OPENAI_FORMATS[response_format],
+        "language": data.get("language"),  # an extra body field: read the text in this language
+    }
     settings = runtime.settings(Options.parse(options))
+    check_readable(runtime.require_scheduler(), settings, text)
     reply = runtime.reply(runtime.new_id("openai"), None, settings)
     reply.push(text)
     reply.end_input()
@@ -87,8 +94,17 @@ async def voices(request: Request) -> Response:
         scheduler = runtime.require_scheduler()
     except SpeakstreamError as exc:
         return error_response(exc, runtime)
-    catalogue = [v.to_dict() for v in scheduler.engine.voices()]
-    return JSONResponse({"voices": catalogue, "aliases": VOICE_ALIASES, "default": runtime.config.voice})
+    voices = scheduler.engine.voices()
+    return JSONResponse(
+        {
+            "voices": [v.to_dict() for v in voices],
+            "languages": [
+                {**group, "sample": language_samples()[group["language"]]["reply"]} for group in by_language(voices)
+            ],
+            "aliases": VOICE_ALIASES,
+            "default": runtime.config.voice,
+        }
+    )
 
 
 async def models(request: Request) -> Response:

@@ -19,6 +19,7 @@ from typing import Any
 
 from speakstream.audio import Encoder, audio_format, open_encoder, output_rate
 from speakstream.engine.base import check_speed
+from speakstream.engine.scripts import check_script
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import CHUNKING
 from speakstream.scheduler import Job, PlaybackClock, Scheduler
@@ -311,6 +312,12 @@ def chunker_for(chunking: str, policy: ChunkPolicy) -> IncrementalSentenceChunke
     if chunking == "auto":
         return IncrementalSentenceChunker(policy)
     raise InvalidInput(f"chunking must be one of {', '.join(CHUNKING)}, not {chunking!r}", code="invalid_chunking")
+
+
+def check_readable(scheduler: Scheduler, settings: ReplySettings, text: str) -> None:
+    """A whole text the reply's language cannot read is a 400 before any audio, not an error
+    after the stream has begun (``unsupported_text``)."""
+    check_script(text, scheduler.engine.check_voice(settings.voice).speaks)
 
 
 def validate(scheduler: Scheduler, settings: ReplySettings) -> ReplySettings:

@@ -116,8 +116,11 @@ class Runtime:
         """What a reply is spoken with: the request's options over the server's defaults."""
         merged = options.over(self.defaults)
         voice = merged.voice or self.config.voice
+        voice = VOICE_ALIASES.get(voice, voice)
+        if merged.language:  # the engine reads the language from the spec: "af_heart@es"
+            voice = f"{voice.partition('@')[0]}@{merged.language}"
         return ReplySettings(
-            voice=VOICE_ALIASES.get(voice, voice),
+            voice=voice,
             speed=merged.speed or self.config.speed,
             format=merged.format or self.config.format,
             sample_rate=merged.sample_rate,

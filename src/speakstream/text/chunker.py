@@ -19,8 +19,12 @@ from dataclasses import dataclass
 
 from speakstream.text.segment import next_boundary
 
-_CLAUSE_MARKS = re.compile(r"[,;:，；：、](?=\s)|[—–]")
-_WORD = re.compile(r"\w+")
+# Latin clause marks count when a space follows ("3,5" and "10:30" are not clauses); CJK marks
+# have no space after them.
+_CLAUSE_MARKS = re.compile(r"[,;:](?=\s)|[，；：、]|[—–]")
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# A word: a run of letters and digits, but each CJK character counts as one (no spaces there).
+_WORD = re.compile(rf"[^\W{_CJK}]+|[{_CJK}]")
 _SPACE = re.compile(r"\s")
 # Characters that can change a decision: terminators, newlines, clause marks.
 _TRIGGERS = re.compile(r"[.!?…‼⁇⁈⁉。！？｡؟۔।॥\n,;:，；：、—–]")

@@ -22,6 +22,7 @@ CLOSERS = "\"'”’»)]}」』）】〕〉》›"
 _OPENERS = "\"'“‘([{«「『（"
 _CANDIDATE = re.compile(r"[.!?…‼⁇⁈⁉。！？｡؟۔।॥\n]")
 _MAX_WORD = 64
+_TYPOGRAPHIC_SPACES = " \u00a0\u202f"
 
 # Never end a sentence when a word follows: "Dr. Smith", "e.g. Chrome", "vs. them".
 TITLES = frozenset(
@@ -93,7 +94,8 @@ def decide(text: str, start: int, index: int, *, final: bool) -> tuple[Decision,
         end += 1
     while end < len(text) and text[end] in CLOSERS:
         end += 1
-    cluster = text[index:end].rstrip(CLOSERS)
+    end = _spaced_closer(text, end)
+    cluster = text[index:end].rstrip(CLOSERS + _TYPOGRAPHIC_SPACES)
     if end == len(text):
         return (Decision.BOUNDARY if final else Decision.UNDECIDED), end
     if not text[end].isspace():
@@ -106,6 +108,16 @@ def decide(text: str, start: int, index: int, *, final: bool) -> tuple[Decision,
     if _continues(text, start, index, cluster, text[following]):
         return Decision.CONTINUE, end
     return Decision.BOUNDARY, end
+
+
+def _spaced_closer(text: str, end: int) -> int:
+    """French sets a space before a closing guillemet (``« Bonjour ! »``): it closes the sentence."""
+    k = end
+    while k < len(text) and text[k] in _TYPOGRAPHIC_SPACES:
+        k += 1
+    if k > end and k < len(text) and text[k] == "»":
+        return k + 1
+    return end
 
 
 def _decide_newline(text: str, start: int, index: int, *, final: bool) -> tuple[Decision, int]:

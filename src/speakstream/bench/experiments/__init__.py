@@ -12,6 +12,7 @@ from speakstream.bench.experiments import (
     engine,
     formats,
     isolated,
+    languages,
     peers,
     stalls,
     streaming,
@@ -19,5 +20,6 @@ from speakstream.bench.experiments import (
 )
 
 EXPERIMENTS: dict[str, ModuleType] = {
-    m.NAME: m for m in (engine, streaming, accuracy, text, isolated, agent, stalls, formats, concurrency, peers)
+    m.NAME: m
+    for m in (engine, streaming, accuracy, languages, text, isolated, agent, stalls, formats, concurrency, peers)
 }

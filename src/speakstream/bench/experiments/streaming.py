@@ -106,7 +106,7 @@ def _fidelity(ctx: BenchContext, engine: KokoroEngine, model: WindowedModel) -> 
 
 
 def _front(engine: KokoroEngine, model: WindowedModel, text: str, voice: str) -> Utterance:
-    part = windows(engine.phonemizer.phonemize(normalize(text), british=engine.check_voice(voice).british))[0]
+    part = windows(engine.phonemizer.phonemize(normalize(text), engine.check_voice(voice).speaks))[0]
     return model.front(part, engine.voice_bank, voice, 1.0, text, None, engine.config.edges)
 
 

