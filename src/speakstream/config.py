@@ -37,7 +37,8 @@ class ServerConfig:
     cors_origins: tuple[str, ...] = ()
     """Origins allowed to call the HTTP API from a browser (``*`` for any)."""
     ws_origins: tuple[str, ...] = ()
-    """Origins allowed to open the WebSocket; empty allows any (API key still applies)."""
+    """Origins, besides the server's own, allowed to open a WebSocket from a browser (``*``: any).
+    Clients that send no ``Origin`` (not browsers) are always allowed (the API key still applies)."""
     max_sessions: int = 64
     max_text_chars: int = 20_000
     max_audio_s: float = 1800.0

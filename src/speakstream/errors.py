@@ -43,6 +43,11 @@ class UnknownVoice(InvalidInput):
     code = "unknown_voice"
 
 
+class UnsupportedMediaType(InvalidInput):
+    code = "unsupported_media_type"
+    http_status = 415
+
+
 class ProtocolError(InvalidInput):
     code = "invalid_message"
 

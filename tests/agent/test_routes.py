@@ -45,6 +45,13 @@ async def test_agent_sse_bad_requests(agent_server: ThreadedServer) -> None:
         ):
             too_long = await client.post("/agent", json=body)
             assert too_long.status_code == 400 and too_long.json()["error"]["code"] == "text_too_long"
+        for content_type in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""):
+            form = await client.post("/agent", content=b'{"prompt": "hi"}', headers={"content-type": content_type})
+            assert form.status_code == 415 and form.json()["error"]["code"] == "unsupported_media_type"
+        plain_json = await client.post(
+            "/agent", content=b'{"prompt": ""}', headers={"content-type": "Application/JSON"}
+        )
+        assert plain_json.status_code == 400  # JSON, any case: read (and this one is empty)
 
 
 async def test_agent_websocket_with_barge_in(agent_server: ThreadedServer) -> None:

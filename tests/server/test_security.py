@@ -68,6 +68,32 @@ async def test_websocket_from_a_foreign_origin_is_refused(locked: ThreadedServer
         await websockets.connect(locked.ws_url, additional_headers=headers)
 
 
+@pytest.mark.parametrize(
+    ("origin", "allowed"),
+    [(None, True), ("SAME", True), ("https://evil.example", False), ("http://127.0.0.1:1", False), ("null", False)],
+)
+async def test_by_default_a_browser_websocket_must_come_from_the_servers_own_origin(
+    fake_server: ThreadedServer, origin: str | None, allowed: bool
+) -> None:
+    own = fake_server.url  # http://127.0.0.1:PORT, what a page served by this server sends
+    headers = {} if origin is None else {"Origin": own if origin == "SAME" else origin}
+    if not allowed:
+        with pytest.raises(websockets.exceptions.InvalidStatus):
+            await websockets.connect(fake_server.ws_url, additional_headers=headers)
+        return
+    async with websockets.connect(fake_server.ws_url, additional_headers=headers) as ws:
+        assert "session_start" in await ws.recv()
+
+
+async def test_any_origin_when_configured_so() -> None:
+    server = start_server(FakeEngine(), ws_origins=("*",))
+    try:
+        async with websockets.connect(server.ws_url, additional_headers={"Origin": "https://a.example"}) as ws:
+            assert "session_start" in await ws.recv()
+    finally:
+        server.stop()
+
+
 async def test_client_reports_a_refused_handshake(locked: ThreadedServer) -> None:
     with pytest.raises(SpeakstreamError, match="cannot open"):
         async with SpeechSession(locked.ws_url, api_key="wrong"):

@@ -28,7 +28,7 @@ from speakstream.agent.voice_agent import MODES, VoiceAgent
 from speakstream.data import replies
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import Options, sse_event
-from speakstream.server.http import error_response, json_body, runtime_of, streaming
+from speakstream.server.http import error_response, json_body, require_json, runtime_of, streaming
 from speakstream.server.loopback import LoopbackChannel
 from speakstream.server.runtime import Runtime
 
@@ -93,6 +93,7 @@ def agent_routes(sources: SourceFactory = replay_from_request) -> list[BaseRoute
     async def agent_sse(request: Request) -> Response:
         runtime = runtime_of(request)
         try:
+            require_json(request)  # /agent spends the operator's LLM: no cross-site form posts
             data = await json_body(request, 65_536)
             runtime.require_scheduler()
             channel = LoopbackChannel(runtime)

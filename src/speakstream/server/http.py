@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Message, Send
 
 from speakstream.engine.base import check_text
-from speakstream.errors import InvalidInput, SpeakstreamError
+from speakstream.errors import InvalidInput, SpeakstreamError, UnsupportedMediaType
 from speakstream.protocol import Options, sse_event
 from speakstream.server.reply import Reply, check_readable
 from speakstream.server.runtime import Runtime
@@ -109,6 +109,14 @@ class BoundedStreamingResponse(StreamingResponse):
 
 def streaming(content: AsyncGenerator[bytes, None], runtime: Runtime, **kwargs: Any) -> StreamingResponse:
     return BoundedStreamingResponse(content, send_timeout_s=runtime.config.send_timeout_s, **kwargs)
+
+
+def require_json(request: Request) -> None:
+    """Only ``application/json``: a web page on another site can send a form or ``text/plain``
+    without asking the server first (no CORS preflight), but never JSON."""
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != "application/json":
+        raise UnsupportedMediaType(f"send the body as application/json, not {media_type[:60] or 'nothing'!r}")
 
 
 async def json_body(request: Request, limit: int) -> dict[str, Any]:

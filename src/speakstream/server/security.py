@@ -3,7 +3,10 @@
 With a key configured, every HTTP route but ``/ping`` and the web page needs
 ``Authorization: Bearer <key>`` (``/metrics`` too, unless ``protect_metrics`` is off); a WebSocket
 handshake needs the same header or a ``token`` query parameter. Keys are compared in constant
-time and never logged. A WebSocket from an origin not in ``ws_origins`` is refused (HTTP 403).
+time and never logged. A browser's WebSocket (it sends ``Origin``) must come from the server's
+own origin or one in ``ws_origins`` (``*``: any); otherwise the handshake is refused (HTTP 403).
+A page on another site could else open a session with the visitor's network position (``/agent/ws``
+spends the operator's LLM). Clients that are not browsers send no ``Origin`` and are not affected.
 """
 
 from __future__ import annotations
@@ -57,10 +60,15 @@ class SecurityMiddleware:
         return hmac.compare_digest(presented, self.key)
 
     def _origin_allowed(self, scope: Scope) -> bool:
-        if not self.origins or "*" in self.origins:
+        if "*" in self.origins:
             return True
-        origin = dict(scope.get("headers", [])).get(b"origin", b"").decode("latin-1")
-        return origin in self.origins
+        headers: dict[bytes, bytes] = dict(scope.get("headers", []))
+        origin = headers.get(b"origin", b"").decode("latin-1").lower()
+        if not origin or origin in self.origins:
+            return True
+        scheme = "https" if scope.get("scheme") == "wss" else "http"
+        own = f"{scheme}://{headers.get(b'host', b'').decode('latin-1').lower()}"
+        return origin == own
 
     async def _deny(self, scope: Scope, send: Send) -> None:
         if scope["type"] == "websocket":

@@ -57,8 +57,8 @@ def _accuracy_with(ctx: BenchContext, kokoro_onnx: Any) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     for language in all_languages():
         voices = [v.name for v in engine.voices() if v.speaks == language]
-        voices = voices[:2] if ctx.quick else voices
-        sentences = scored(language.tag)
+        voices = voices[:1] if ctx.quick else voices
+        sentences = scored(language.tag)[: 1 if ctx.quick else None]
         code = whisper_code(language.tag)
         per_voice: dict[str, float] = {}
         pairs_all = []
@@ -70,12 +70,12 @@ def _accuracy_with(ctx: BenchContext, kokoro_onnx: Any) -> dict[str, Any]:
             per_voice[voice] = round(error_rate(pairs, code), 4)
             pairs_all += pairs
         peer_pairs = []
-        for text, reference in sentences:  # the peer: espeak-ng for every language, its first voice
+        for text, reference in [] if ctx.quick else sentences:  # the peer (espeak-ng), first voice
             audio, rate = kokoro_onnx.create(text, voice=voices[0], lang=PEER_LANGUAGES.get(language.tag, language.tag))
             peer_pairs.append((reference, asr.transcribe(audio, rate, language=code).text))
         rows[language.tag] = {
             "name": language.name,
-            "peer_rate": round(error_rate(peer_pairs, code), 4),
+            "peer_rate": round(error_rate(peer_pairs, code), 4) if peer_pairs else None,
             "peer_voice": voices[0],
             "metric": "CER" if code in CHARACTER_RATE_LANGUAGES else "WER",
             "voices": per_voice,
@@ -118,7 +118,7 @@ def markdown(result: dict[str, Any]) -> str:
             r["metric"],
             f"{100 * r['rate']:.1f}%",
             f"{100 * max(r['voices'].values()):.1f}% ({max(r['voices'], key=r['voices'].get)})",
-            f"{100 * r['peer_rate']:.1f}% ({r['peer_voice']})",
+            "-" if r["peer_rate"] is None else f"{100 * r['peer_rate']:.1f}% ({r['peer_voice']})",
             first[tag]["ttfa_ms"]["p50"],
             first[tag]["voice"],
         ]
