@@ -42,7 +42,7 @@ test: $(VENV)/.dev
 	$(BIN)/mypy
 	$(BIN)/pytest
 
-# The inner loop: no model, no ASR, no LLM, no browser (under a minute).
+# The inner loop: no model, no ASR, no LLM, no browser (about a minute).
 test-fast: $(VENV)/.dev
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/pytest -q -m "$(FAST)"
