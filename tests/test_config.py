@@ -48,3 +48,11 @@ def test_serve_refuses_an_empty_key_file(tmp_path: Path) -> None:
     empty.write_text("\n")
     result = _serve("--host", "0.0.0.0", "--api-key-file", str(empty))
     assert result.returncode != 0 and "empty" in result.stderr
+
+
+def test_languages_to_preload_are_read_and_checked_at_startup() -> None:
+    config = ServerConfig.from_env({"SPEAKSTREAM_LANGUAGES": "es, zh"})
+    assert config.languages == ("es", "zh") and config.engine_config().languages == ("es", "zh")
+    with pytest.raises(InvalidInput) as caught:
+        ServerConfig.from_env({"SPEAKSTREAM_LANGUAGES": "es,klingon"})
+    assert caught.value.code == "unsupported_language"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from speakstream.engine.kokoro import EngineConfig
+from speakstream.engine.languages import parse_language
 from speakstream.errors import InvalidInput
 from speakstream.text import ChunkPolicy
 
@@ -39,6 +40,9 @@ class ServerConfig:
     ws_origins: tuple[str, ...] = ()
     """Origins, besides the server's own, allowed to open a WebSocket from a browser (``*``: any).
     Clients that send no ``Origin`` (not browsers) are always allowed (the API key still applies)."""
+    languages: tuple[str, ...] = ()
+    """Languages whose G2P loads at startup (``es``, ``zh``, ...), so their first request does
+    not pay for it; the others load on first use. English always loads."""
     max_sessions: int = 64
     max_text_chars: int = 20_000
     max_audio_s: float = 1800.0
@@ -73,6 +77,8 @@ class ServerConfig:
     def __post_init__(self) -> None:
         if self.api_key is not None and not self.api_key.strip():
             raise InvalidInput("the API key is empty (leave it unset for no key)", code="invalid_config")
+        for language in self.languages:
+            parse_language(language)  # an unknown one is an error at startup, not at the first request
 
     def exposure_problem(self) -> str | None:
         """Why serving as configured would expose the server, or None."""
@@ -89,6 +95,7 @@ class ServerConfig:
             graph=self.graph,
             intra_op_threads=self.intra_op_threads,
             spin_threads=self.spin_threads,
+            languages=self.languages,
         )
 
     def limits(self) -> dict[str, float | int]:

@@ -13,7 +13,7 @@ import pytest
 from speakstream.bench.asr import Recognizer, error_rate
 from speakstream.bench.experiments.languages import scored, whisper_code
 from speakstream.data import language_samples
-from speakstream.engine.kokoro import KokoroEngine
+from speakstream.engine.kokoro import EngineConfig, KokoroEngine
 from speakstream.engine.languages import all_languages
 from speakstream.errors import InvalidInput
 
@@ -90,3 +90,9 @@ def test_an_english_only_phonemizer_imports_no_other_g2p() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert result.stdout.strip() == "['en-us'] []"
+
+
+@pytest.mark.model
+def test_an_engine_loads_the_languages_it_is_told_to_at_once() -> None:
+    engine = KokoroEngine(EngineConfig(languages=("es", "zh")))
+    assert engine.phonemizer.loaded() == ["en-us", "es", "zh"]

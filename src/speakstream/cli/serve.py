@@ -20,6 +20,9 @@ def register(commands: Any) -> None:
         "--insecure", action="store_true", default=None, help="allow a non-loopback address without an API key"
     )
     parser.add_argument("--voice", help="default voice")
+    parser.add_argument(
+        "--languages", type=lambda v: tuple(t for t in v.split(",") if t), help="G2Ps to load at startup, e.g. es,zh"
+    )
     parser.add_argument("--format", help="default audio format of the WebSocket session")
     parser.add_argument("--max-sessions", type=int)
     parser.add_argument("--queue-depth", type=int)
@@ -48,6 +51,7 @@ def serve_command(args: argparse.Namespace) -> int:
         api_key=key,
         insecure=args.insecure,
         voice=args.voice,
+        languages=args.languages,
         format=args.format,
         max_sessions=args.max_sessions,
         queue_depth=args.queue_depth,

@@ -16,6 +16,7 @@ from speakstream.engine.assets import Assets, locate
 from speakstream.engine.audio_edges import EdgePolicy, trim_edges
 from speakstream.engine.base import Ahead, CancelToken, SynthesisCancelled, VoiceBankEngine
 from speakstream.engine.decoding import WINDOW_PAUSE_S, WindowPolicy, word_times
+from speakstream.engine.languages import parse_language
 from speakstream.engine.normalize import normalize
 from speakstream.engine.phonemes import Phonemized, Phonemizer, windows
 from speakstream.engine.voices import VoiceBank
@@ -43,6 +44,8 @@ class EngineConfig:
     edges: EdgePolicy = field(default_factory=EdgePolicy)
     windows: WindowPolicy = field(default_factory=WindowPolicy)
     """How the ``fast`` graph's decoder is run in windows (streaming inside a chunk)."""
+    languages: tuple[str, ...] = ()
+    """Languages whose G2P loads with the engine (the others load on first use)."""
 
 
 def pick_providers(requested: tuple[str, ...] | None = None) -> list[str]:
@@ -73,6 +76,8 @@ class KokoroEngine(VoiceBankEngine):
         self.voice_bank = VoiceBank.from_dir(self.assets.voices_dir)
         self.phonemizer = Phonemizer()
         self.phonemizer.load()
+        for language in self.config.languages:
+            self.phonemizer.load(parse_language(language))
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = self.config.intra_op_threads
