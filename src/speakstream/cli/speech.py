@@ -82,13 +82,14 @@ def voices_command(args: argparse.Namespace) -> int:
 
     names = sorted(locate(args.model_dir).voice_files())
     catalogue = [voice_info(n) for n in names]
+    groups = by_language(catalogue)
     if args.json:
-        print(json.dumps({"voices": [v.to_dict() for v in catalogue], "languages": by_language(catalogue)}, indent=2))
+        print(json.dumps({"voices": [v.to_dict() for v in catalogue], "languages": groups}, indent=2))
         return 0
-    table = Table(title=f"{len(catalogue)} Kokoro voices in {len(by_language(catalogue))} languages")
+    table = Table(title=f"{len(catalogue)} Kokoro voices in {len(groups)} languages")
     for column in ("language", "G2P", "voices"):
         table.add_column(column)
-    for group in by_language(catalogue):
+    for group in groups:
         speaks = voice_info(group["voices"][0]).speaks
         table.add_row(f"{group['name']} ({group['language']})", G2P_NAMES[speaks.g2p], ", ".join(group["voices"]))
     Console().print(table)

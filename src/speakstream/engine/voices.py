@@ -99,6 +99,16 @@ def split_language(spec: str) -> tuple[str, Language | None]:
     return voices, parse_language(language)
 
 
+def voices_of(spec: str) -> str:
+    """A spec without its ``@language`` (unchecked): the voices whose styles it blends."""
+    return spec.rpartition("@")[0] or spec
+
+
+def with_language(spec: str, language: str) -> str:
+    """``spec`` reading ``language`` (any ``@language`` it had is replaced)."""
+    return f"{voices_of(spec)}@{language}"
+
+
 class VoiceBank:
     """All voices in memory (54 x 510 x 256 float32, about 28 MB), with blends."""
 
@@ -163,7 +173,7 @@ class VoiceBank:
         return voice[row : row + 1]
 
     def resolve(self, spec: str) -> NDArray[np.float32]:
-        spec = spec.rpartition("@")[0] or spec
+        spec = voices_of(spec)
         if spec in self._voices:
             return self._voices[spec]
         cached = self._blends.get(spec)

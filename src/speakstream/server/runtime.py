@@ -17,7 +17,7 @@ from typing import Protocol
 
 from speakstream.config import ServerConfig
 from speakstream.engine.base import Engine
-from speakstream.engine.voices import VOICE_ALIASES
+from speakstream.engine.voices import VOICE_ALIASES, with_language
 from speakstream.errors import Overloaded, SpeakstreamError
 from speakstream.protocol import Options
 from speakstream.scheduler import Job, Scheduler
@@ -118,7 +118,7 @@ class Runtime:
         voice = merged.voice or self.config.voice
         voice = VOICE_ALIASES.get(voice, voice)
         if merged.language:  # the engine reads the language from the spec: "af_heart@es"
-            voice = f"{voice.partition('@')[0]}@{merged.language}"
+            voice = with_language(voice, merged.language)
         return ReplySettings(
             voice=voice,
             speed=merged.speed or self.config.speed,
