@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 OUT    ?= demo-out
 
-.PHONY: demo test test-fast test-full test-repeat lint typecheck assets bench clean
+.PHONY: demo test test-fast test-full test-repeat fuzz lint typecheck assets bench clean
 FAST   := not model and not asr and not llm and not browser and not slow and not full
 
 $(BIN)/python:
@@ -53,6 +53,11 @@ LOAD ?= 2
 test-repeat: $(VENV)/.dev
 	$(BIN)/speakstream assets fetch
 	$(BIN)/python scripts/repeat_tests.py --runs $(RUNS) --load $(LOAD) tests/server tests/agent tests/loadtest tests/cli
+
+# The property tests with fresh random examples, RUNS times (`make test` replays fixed ones).
+fuzz: $(VENV)/.dev
+	for run in $$(seq $(RUNS)); do HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -x -m "$(FAST)" \
+		tests/text tests/test_protocol.py tests/engine/test_decoding.py tests/engine/test_linear_time.py || exit 1; done
 
 test-full: $(VENV)/.dev
 	$(BIN)/speakstream assets fetch

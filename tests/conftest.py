@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from speakstream.bench.asr import Recognizer, multilingual_recognizer, recognizer
 from speakstream.engine.fake import FakeEngine
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.loadtest.servers import start_server
 from speakstream.server.serve import ThreadedServer
+
+# `make test` is deterministic: each property test replays the same examples every run, so a
+# commit cannot turn CI red by drawing a new one. `make fuzz` draws fresh examples, many times.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("fuzz", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 _MARKS_BY_FIXTURE = {"kokoro": "model", "kokoro_server": "model", "asr": "asr", "multilingual_asr": "asr"}
 

@@ -140,6 +140,16 @@ def test_first_clause_is_emitted_before_the_sentence_ends() -> None:
     assert chunker.pending == " I fo"
 
 
+def test_the_first_chunk_soft_limit_waits_for_a_later_first_clause() -> None:
+    """Found by the property test: the stream took the soft limit's clause mark while a phrase
+    cut later in the sentence (which the whole text prefers) had not arrived yet."""
+    policy = ChunkPolicy(min_first_words=4, first_phrase_words=1, min_chunk_chars=0, max_chunk_chars=34, schedule=(8,))
+    text = "Obrigado por esperar, encontrei a sua reserva. O seu voo sai amanhã."
+    whole = chunk_text(text, policy)
+    assert whole[0] == "Obrigado por esperar, encontrei"
+    assert stream(["O", "brigado por esperar, ", text[len("Obrigado por esperar, ") :]], policy) == whole
+
+
 def test_thousands_separator_is_not_a_clause() -> None:
     assert chunk_text("About 1,299 people came, and then more.")[0] == "About 1,299 people came,"
 

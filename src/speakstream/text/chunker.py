@@ -177,10 +177,12 @@ class IncrementalSentenceChunker:
         decided_to = end if end is not None else resume
         content = len(self._buf[lead:decided_to].rstrip())
         cut: int | None = None
+        searching = False  # the first chunk's clause search has text still to come
         if self._index == 0 and self.policy.first_clause:
             cut = self._first_clause(min(decided_to, lead + hard))
+            searching = end is None and decided_to < lead + hard
         soft = self.policy.max_chars(self._index)
-        if cut is None and soft < hard and content > soft:
+        if cut is None and not searching and soft < hard and content > soft:
             cut = self._soft_cut(lead, soft, min(decided_to, lead + hard))
         if cut is not None:
             return self._emit(cut)
