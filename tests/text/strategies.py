@@ -68,6 +68,11 @@ PIECES = [
 
 agent_text = st.lists(st.sampled_from(PIECES), max_size=80).map(" ".join) | st.text(max_size=300)
 
+_RUN_UNITS = [".", "!", "?", "。", "\n", " ", "\t", " \n"]
+RUNS = st.builds(lambda unit, n: unit * n, st.sampled_from(_RUN_UNITS), st.integers(10, 90))
+long_runs_text = st.lists(st.sampled_from(PIECES) | RUNS, max_size=30).map(" ".join)
+"""Agent-like text with long runs of terminators and blanks (decided a bounded run at a time)."""
+
 
 @st.composite
 def fragmented(draw: st.DrawFn, text_strategy: st.SearchStrategy[str] = agent_text) -> tuple[str, list[str]]:

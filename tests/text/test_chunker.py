@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from speakstream.data import bench_text, replies, segmentation_cases
 from speakstream.text.chunker import ChunkPolicy, IncrementalSentenceChunker, achunks, chunk_text
-from tests.text.strategies import agent_text, fragmented, squash
+from tests.text.strategies import agent_text, fragmented, long_runs_text, squash
 
 POLICIES = st.builds(
     ChunkPolicy,
@@ -20,8 +20,13 @@ POLICIES = st.builds(
 )
 
 
+class _CompactingOften(IncrementalSentenceChunker):
+    _COMPACT_AT = 8  # so that short test texts drop emitted text too (it must change nothing)
+
+
 def stream(fragments: list[str], policy: ChunkPolicy | None = None) -> list[str]:
-    chunker = IncrementalSentenceChunker(policy)
+    """The chunks of a fed stream, by a chunker that compacts its buffer at every chance."""
+    chunker = _CompactingOften(policy)
     chunks: list[str] = []
     for fragment in fragments:
         chunks.extend(chunker.feed(fragment))
@@ -33,6 +38,17 @@ def stream(fragments: list[str], policy: ChunkPolicy | None = None) -> list[str]
 def test_any_fragmentation_gives_the_whole_text_chunks(case: tuple[str, list[str]], policy: ChunkPolicy) -> None:
     text, fragments = case
     assert stream(fragments, policy) == chunk_text(text, policy)
+
+
+@settings(max_examples=300, deadline=None)
+@given(fragmented(long_runs_text), POLICIES)
+def test_long_runs_of_marks_and_blanks_give_the_whole_text_chunks(
+    case: tuple[str, list[str]], policy: ChunkPolicy
+) -> None:
+    text, fragments = case
+    chunks = stream(fragments, policy)
+    assert chunks == chunk_text(text, policy)
+    assert squash("".join(chunks)) == squash(text)
 
 
 @settings(max_examples=300, deadline=None)

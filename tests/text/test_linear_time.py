@@ -35,39 +35,13 @@ ENTRY_POINTS: dict[str, Callable[[str], object]] = {
 }
 
 
-STILL_QUADRATIC = {
-    ("chunk_text", "."),
-    ("chunk_text", "!"),
-    ("chunk_text", "a."),
-    ("chunk_text", "e.g. "),
-    ("chunk_text", "Mr. "),
-    ("chunker fed in fragments", "."),
-    ("chunker fed in fragments", "!"),
-    ("chunker fed in fragments", "\n"),
-}
-BORDERLINE = {("split_sentences", "\n")}
-"""About 36x at ten times the input (super-linear, not yet quadratic): either outcome is accepted."""
-"""Found by these tests and not fixed yet (issue 15): runs of terminators, abbreviations and
-newlines are rescanned once per chunk or candidate. Strict: a fix turns them into failures to remove."""
-
-
-def _cases() -> list[object]:
-    def marks(case: tuple[str, str]) -> list[pytest.MarkDecorator]:
-        if case in STILL_QUADRATIC:
-            return [pytest.mark.xfail(reason="still quadratic", strict=True)]
-        if case in BORDERLINE:
-            return [pytest.mark.xfail(reason="super-linear", strict=False)]
-        return []
-
-    return [pytest.param(name, unit, marks=marks((name, unit))) for name in ENTRY_POINTS for unit in UNITS]
-
-
-@pytest.mark.parametrize(("name", "unit"), _cases())
+@pytest.mark.parametrize("unit", UNITS)
+@pytest.mark.parametrize("name", list(ENTRY_POINTS))
 def test_known_hostile_runs_cost_linear_time(name: str, unit: str) -> None:
     assert growth(ENTRY_POINTS[name], unit) < RATIO_LIMIT
 
 
-@pytest.mark.parametrize("name", ["speakable"])  # the others still have quadratic cases (above)
+@pytest.mark.parametrize("name", list(ENTRY_POINTS))
 @settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(unit=hostile_units())
 def test_generated_hostile_runs_cost_linear_time(name: str, unit: str) -> None:

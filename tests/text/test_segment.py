@@ -70,3 +70,15 @@ def test_corpus_keeps_every_keep_phrase_inside_one_sentence() -> None:
         assert len(sentences) >= 2, case
         for keep in case["keep"]:  # type: ignore[attr-defined]
             assert any(keep in s for s in sentences), (keep, sentences)
+
+
+def test_a_long_run_of_marks_is_one_sentence_end() -> None:
+    """A run of terminators is decided 16 at a time; the run still ends the sentence once."""
+    assert texts("Wait" + "!" * 40 + " Next one.") == ["Wait" + "!" * 40, "Next one."]
+    assert texts("And" + "." * 20 + " then.") == ["And" + "." * 20 + " then."]
+
+
+def test_a_long_blank_gap_ends_a_sentence() -> None:
+    """Past 64 blank characters the next word is not looked for: the sentence has ended."""
+    assert texts("Done." + " " * 10 + "then more.") == ["Done." + " " * 10 + "then more."]
+    assert texts("Done." + " " * 100 + "then more.") == ["Done.", "then more."]

@@ -91,8 +91,11 @@ class IncrementalSentenceChunker:
     def _reset(self) -> None:
         self._buf = ""
         self._base = 0  # the current chunk starts here in _buf
-        self._sentence = 0  # the current (unfinished) sentence starts here
-        self._scan = 0  # the sentence scanner resumes here
+        self._lead_at = 0  # the chunk's first non-space is at or after this
+        self._sentence = 0  # the current (unfinished) sentence starts here (after a cut: the cut)
+        self._origin = 0  # the sentence's first non-space, which boundary decisions look back to
+        self._scan = 0  # the sentence scanner resumes here (kept across cuts inside the sentence)
+        self._boundary: int | None = None  # the sentence's end, once decided
         self._clause_scan = 0  # the first-clause search resumes here
         self._index = 0  # chunks emitted in this reply
 
@@ -116,6 +119,7 @@ class IncrementalSentenceChunker:
         phrase_cuts_possible = self._index == 0 and self.policy.first_clause and self.policy.first_phrase_words
         return (
             not phrase_cuts_possible
+            and self._boundary is None
             and self._scan == len(self._buf)
             and not _TRIGGERS.search(fragment)
             and not _TRIGGERS.match(self._buf[-1:])
@@ -123,9 +127,10 @@ class IncrementalSentenceChunker:
         )
 
     def _more_blank(self, fragment: str) -> bool:
-        """Spaces after a space change nothing: every rule looks at most at the first blank after
-        a character (a clause mark's, a sentence end's, a phrase word's), never at how many follow.
-        Appended as they are, so a run of blanks costs its length once, not its square."""
+        """Spaces after a space decide nothing yet: a rule looks at the first blank after a
+        character (a clause mark's, a phrase word's) or at the next word after a sentence end,
+        which the next fragment that is not blank brings. Appended as they are, so a run of
+        blanks costs its length once, not its square."""
         if fragment and self._buf[-1:].isspace() and fragment.isspace() and "\n" not in fragment:
             self._buf += fragment
             return True
@@ -162,20 +167,34 @@ class IncrementalSentenceChunker:
         return chunks
 
     def _lead(self) -> int:
-        lead = self._base
-        while lead < len(self._buf) and self._buf[lead].isspace():
-            lead += 1
-        return lead
+        self._lead_at = _skip_spaces(self._buf, max(self._lead_at, self._base))
+        return self._lead_at
+
+    def _stripped_len(self, start: int, stop: int) -> int:
+        """``len(self._buf[start:stop].rstrip())`` without copying the span."""
+        while stop > start and self._buf[stop - 1].isspace():
+            stop -= 1
+        return stop - start
+
+    def _find_boundary(self, *, final: bool) -> tuple[int | None, int]:
+        """The current sentence's end (remembered once decided) or where the scan stopped.
+        Decisions look back to the sentence's start, never to a cut inside it, so text before
+        a cut is never scanned again."""
+        if self._boundary is not None:
+            return self._boundary, self._boundary
+        self._origin = _skip_spaces(self._buf, self._origin)
+        end, resume = next_boundary(self._buf, self._origin, self._scan, final=final)
+        self._scan = resume
+        self._boundary = end
+        return end, resume
 
     def _next_chunk(self, *, final: bool) -> str | None:
         """One step of the policy: a chunk, "" when state moved without a chunk, None to wait."""
         lead = self._lead()
         hard = self.policy.max_chunk_chars
-        end, resume = next_boundary(self._buf, self._sentence, self._scan, final=final)
-        if end is None:
-            self._scan = resume
+        end, resume = self._find_boundary(final=final)
         decided_to = end if end is not None else resume
-        content = len(self._buf[lead:decided_to].rstrip())
+        content = self._stripped_len(lead, decided_to)
         cut: int | None = None
         searching = False  # the first chunk's clause search has text still to come
         if self._index == 0 and self.policy.first_clause:
@@ -193,12 +212,12 @@ class IncrementalSentenceChunker:
         return None
 
     def _sentence_end(self, lead: int, end: int, limit: int, *, final: bool) -> str:
-        if len(self._buf[lead:end].rstrip()) > limit:
+        if self._stripped_len(lead, end) > limit:
             return self._emit(self._over_limit_cut(lead, limit))
         tiny = len(self._buf[self._sentence : end].strip()) < self.policy.min_chunk_chars
-        last = final and not self._buf[end:].strip()
+        last = final and _skip_spaces(self._buf, end) == len(self._buf)
         if self._index > 0 and tiny and not last:
-            self._sentence = self._scan = end  # hold it and merge it with the next sentence
+            self._next_sentence(end)  # hold it and merge it with the next sentence
             return ""
         return self._emit(end)
 
@@ -263,15 +282,39 @@ class IncrementalSentenceChunker:
         spaces = [m.start() for m in _SPACE.finditer(self._buf, lead + 1, stop + 1)]
         return spaces[-1] if spaces else stop
 
+    def _next_sentence(self, start: int) -> None:
+        self._sentence = self._origin = self._scan = start
+        self._boundary = None
+
     def _emit(self, cut: int) -> str:
         chunk = self._buf[self._base : cut].strip()
-        self._base = self._sentence = self._scan = self._clause_scan = cut
-        if self._base >= self._COMPACT_AT and self._base * 2 >= len(self._buf):
-            self._buf = self._buf[self._base :]
-            self._base = self._sentence = self._scan = self._clause_scan = 0
+        self._base = self._sentence = self._clause_scan = cut
+        if self._boundary is not None and cut >= self._boundary:
+            self._next_sentence(cut)
+        else:  # a cut inside the sentence: its scan goes on where it was
+            self._scan = max(self._scan, cut)
+        if self._base >= self._COMPACT_AT and self._base * 2 >= len(self._buf) and self._origin >= self._base:
+            self._compact()
         if chunk:
             self._index += 1
         return chunk
+
+    def _compact(self) -> None:
+        """Drop emitted text; only at a sentence's start (decisions never look before it)."""
+        shift = self._base
+        self._buf = self._buf[shift:]
+        self._base = self._sentence = self._clause_scan = 0
+        self._lead_at = max(0, self._lead_at - shift)
+        self._origin -= shift
+        self._scan -= shift
+        if self._boundary is not None:
+            self._boundary -= shift
+
+
+def _skip_spaces(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos
 
 
 def _inside_quote(text: str) -> bool:

@@ -22,6 +22,11 @@ CLOSERS = "\"'”’»)]}」』）】〕〉》›"
 _OPENERS = "\"'“‘([{«「『（"
 _CANDIDATE = re.compile(r"[.!?…‼⁇⁈⁉。！？｡؟۔।॥\n]")
 _MAX_WORD = 64
+_MAX_GAP = 64
+"""Blank characters a decision looks across for the next word; a longer gap ends the sentence."""
+_MAX_RUN = 16
+"""A run of terminators is decided this many at a time: a longer run goes on (CONTINUE), so a
+decision never scans a whole run of ``!!!!`` again when a stream brings more of it."""
 _TYPOGRAPHIC_SPACES = " \u00a0\u202f"
 
 # Never end a sentence when a word follows: "Dr. Smith", "e.g. Chrome", "vs. them".
@@ -45,7 +50,7 @@ def split_sentences(text: str) -> list[Span]:
     spans: list[Span] = []
     start = scan = 0
     while True:
-        end, scan = next_boundary(text, start, scan, final=True)
+        end, scan = next_boundary(text, _next_non_space(text, start), scan, final=True)
         if end is None:
             break
         _append_span(spans, text, start, end)
@@ -63,7 +68,9 @@ def _append_span(spans: list[Span], text: str, start: int, end: int) -> None:
 
 
 def next_boundary(text: str, start: int, pos: int, *, final: bool) -> tuple[int | None, int]:
-    """Find the first sentence end at or after ``pos`` in the sentence that begins at ``start``.
+    """Find the first sentence end at or after ``pos`` in the sentence that begins at ``start``
+    (its first non-space character, or the end of the text while only spaces have arrived: then
+    a newline is blank, decided in constant time).
 
     Returns ``(end, resume)``. ``end`` is the offset just past the sentence (closing quotes
     included), or None when no boundary is decided yet; then ``resume`` is where scanning must
@@ -92,6 +99,8 @@ def decide(text: str, start: int, index: int, *, final: bool) -> tuple[Decision,
     end = index
     while end < len(text) and text[end] in TERMINATORS:
         end += 1
+        if end - index == _MAX_RUN and end < len(text) and text[end] in TERMINATORS:
+            return Decision.CONTINUE, end
     while end < len(text) and text[end] in CLOSERS:
         end += 1
     end = _spaced_closer(text, end)
@@ -102,7 +111,7 @@ def decide(text: str, start: int, index: int, *, final: bool) -> tuple[Decision,
         if any(c in _NO_SPACE_TERMINATORS for c in cluster):
             return Decision.BOUNDARY, end
         return Decision.CONTINUE, end
-    following = _next_non_space(text, end)
+    following = _next_non_space(text, end, limit=_MAX_GAP)
     if following == len(text):
         return (Decision.BOUNDARY if final else Decision.UNDECIDED), end
     if _continues(text, start, index, cluster, text[following]):
@@ -121,9 +130,9 @@ def _spaced_closer(text: str, end: int) -> int:
 
 
 def _decide_newline(text: str, start: int, index: int, *, final: bool) -> tuple[Decision, int]:
-    if not text[start:index].strip():
+    if index < start:  # ``start`` is the sentence's first non-space character
         return Decision.CONTINUE, index + 1
-    following = _next_non_space(text, index + 1, newlines=False)
+    following = _next_non_space(text, index + 1, newlines=False, limit=_MAX_GAP)
     if following == len(text):
         return (Decision.BOUNDARY if final else Decision.UNDECIDED), index
     nxt = text[following]
@@ -132,8 +141,11 @@ def _decide_newline(text: str, start: int, index: int, *, final: bool) -> tuple[
     return Decision.CONTINUE, index + 1
 
 
-def _next_non_space(text: str, pos: int, *, newlines: bool = True) -> int:
-    while pos < len(text) and text[pos].isspace() and (newlines or text[pos] != "\n"):
+def _next_non_space(text: str, pos: int, *, newlines: bool = True, limit: int | None = None) -> int:
+    """The next non-space (or newline, unless ``newlines``); at most ``limit`` characters on,
+    where a blank one then means a long gap."""
+    stop = len(text) if limit is None else min(len(text), pos + limit)
+    while pos < stop and text[pos].isspace() and (newlines or text[pos] != "\n"):
         pos += 1
     return pos
 

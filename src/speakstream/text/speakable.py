@@ -68,6 +68,7 @@ class SpeakableFilter:
 
     def _reset(self) -> None:
         self._pending = ""
+        self._plain = 0  # _pending[:_plain] has no newline, space or tab (searched once)
         self._line_start = True
         self._kind = LineKind.PLAIN
         self._in_fence = False
@@ -76,6 +77,10 @@ class SpeakableFilter:
     def feed(self, fragment: str) -> str:
         self._pending += fragment
         return self._run(final=False)
+
+    def _consume(self, count: int) -> None:
+        self._pending = self._pending[count:]
+        self._plain = max(0, self._plain - count)
 
     def flush(self) -> str:
         out = self._run(final=True)
@@ -105,14 +110,14 @@ class SpeakableFilter:
             if not complete:
                 return False
             self._whole_line(line, out)
-            self._pending = self._pending[len(line) :]
+            self._consume(len(line))
             self._kind = LineKind.DROPPED if self._kind is not LineKind.TABLE else self._kind
             self._line_start = False
             return True
         consumed = self._classify(line, complete=complete)
         if consumed is None:
             return False
-        self._pending = self._pending[consumed:]
+        self._consume(consumed)
         self._line_start = False
         return True
 
@@ -174,20 +179,22 @@ class SpeakableFilter:
     # Inline text
 
     def _inline(self, out: list[str], *, final: bool) -> bool:
-        newline = self._pending.find("\n")
+        newline = self._pending.find("\n", self._plain)
         segment = self._pending if newline < 0 else self._pending[:newline]
-        ready = len(segment) if (newline >= 0 or final) else _safe_prefix(segment)
+        ready = len(segment) if (newline >= 0 or final) else _safe_prefix(segment, self._plain)
+        if newline < 0 and not ready:
+            self._plain = _plain_prefix(segment, self._plain)
         if ready:
             text = self._transform(segment[:ready])
             if self._kind is not LineKind.DROPPED:
                 out.append(text)
                 if text.strip():
                     self._last = text.rstrip()[-1]
-            self._pending = self._pending[ready:]
+            self._consume(ready)
         if ready < len(segment) or newline < 0:
             return False
         out.append(self._end_line() + "\n")
-        self._pending = self._pending[1:]
+        self._consume(1)
         self._line_start = True
         return True
 
@@ -229,18 +236,25 @@ def _could_be_marker(body: str) -> bool:
     return 0 < digits <= 3 and (digits == len(body) or (body[digits] in ".)" and len(body) == digits + 1))
 
 
-def _safe_prefix(segment: str) -> int:
-    """How much of an unfinished line can be transformed now.
+def _plain_prefix(segment: str, known: int) -> int:
+    """How far from the start ``segment`` has no space or tab (``[:known]`` has none)."""
+    found = [i for i in (segment.find(c, known) for c in " \t") if i >= 0]
+    return min(found) if found else len(segment)
+
+
+def _safe_prefix(segment: str, plain: int = 0) -> int:
+    """How much of an unfinished line can be transformed now (``segment[:plain]`` is known to
+    have no space or tab, so the search for the last one starts there).
 
     The last word waits for the space after it (it may be ``**bo`` of ``**bold**`` or a URL's
     start), and so does a ``[`` whose link is not resolved yet.
     """
     ready = len(segment)
     if not segment[-1:].isspace():
-        ready = max(segment.rfind(" "), segment.rfind("\t")) + 1
-    bracket = segment.find("[")
+        ready = max(segment.rfind(" ", plain), segment.rfind("\t", plain)) + 1
+    bracket = segment.find("[", 0, ready)
     while 0 <= bracket < ready:
-        if _LINK_RESOLVED.match(segment, bracket) or len(segment) - bracket > 2400:
+        if len(segment) - bracket > 2400 or _LINK_RESOLVED.match(segment, bracket):
             bracket = segment.find("[", bracket + 1)
             continue
         word_start = max(segment.rfind(" ", 0, bracket), segment.rfind("\t", 0, bracket)) + 1
