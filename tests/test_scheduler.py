@@ -228,3 +228,40 @@ def test_a_listener_that_ran_dry_while_others_wait_gets_the_largest_window() -> 
         _submit(scheduler, session, 0)
     assert scheduler.ahead_for(dry) == math.inf  # overloaded: throughput serves everyone best
     assert scheduler.ahead_for(ahead) <= 1000.0
+
+
+def _client_submit(scheduler: Scheduler, client: str, session: str, index: int) -> Job:
+    text = f"{session}{index}"
+    return scheduler.submit(session, f"{session}-r", index, text, voice="af_heart", speed=1.0, client=client)
+
+
+async def test_clients_take_turns_before_their_sessions_do(held: tuple[Scheduler, StepEngine, Job]) -> None:
+    """Client x has three sessions, client y one: y gets every other turn, not every fourth."""
+    scheduler, engine, hold = held
+    jobs = [_client_submit(scheduler, "x", s, 1) for s in "abc"] + [_client_submit(scheduler, "y", "d", 1)]
+    engine.gate.set()
+    await asyncio.wait_for(asyncio.gather(*(pieces(j) for j in (hold, *jobs))), 10)
+    assert engine.log[:6] == ["hold:0", "a1:0", "d1:0", "hold:1", "b1:0", "d1:1"]
+
+
+async def test_first_windows_are_shared_out_by_client(held: tuple[Scheduler, StepEngine, Job]) -> None:
+    """Three replies opened by x before y's one: y's first window comes second, not fourth."""
+    scheduler, engine, hold = held
+    jobs = [_client_submit(scheduler, "x", s, 0) for s in "abc"] + [_client_submit(scheduler, "y", "d", 0)]
+    engine.gate.set()
+    await asyncio.wait_for(asyncio.gather(*(pieces(j) for j in (hold, *jobs))), 10)
+    firsts = [step for step in engine.log if step.endswith("0:0")]
+    assert firsts == ["a0:0", "d0:0", "b0:0", "c0:0"]
+
+
+async def test_one_client_cannot_reserve_past_its_share() -> None:
+    scheduler = Scheduler(FakeEngine(), max_queue=12, max_per_client=6)
+    scheduler.reserve(3, "x")
+    scheduler.reserve(3, "x")
+    with pytest.raises(Overloaded) as refused:
+        scheduler.reserve(3, "x")
+    assert refused.value.retryable and refused.value.code == "client_limit"
+    scheduler.reserve(3, "y")  # another client still gets in
+    scheduler.release(3, "x")
+    scheduler.reserve(3, "x")
+    assert scheduler.reserved == 9

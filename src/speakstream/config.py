@@ -58,6 +58,10 @@ class ServerConfig:
     """An appended request that gets no text for this long is ended as a ``flush`` would end it
     (what it has is spoken; its engine slots are freed): a client that never flushes holds nothing."""
     queue_depth: int = 64
+    max_client_queue: int = 0
+    """Chunks one client (an address; behind a proxy, uvicorn's ``--forwarded-allow-ips`` makes it
+    the real one) may have reserved at once; 0: only ``queue_depth`` applies. Turns at the engine
+    are shared per client whatever this is."""
     workers: int = 1
     lookahead: int = 2
     first_chunk_priority: bool = True

@@ -3,7 +3,9 @@
 The unit of work is one step of a chunk's synthesis: one window of the decoder (``Engine.stream``),
 so a long chunk never holds the engine for long. Policy: the first window of any reply jumps the
 queue (that is what a listener waits for); otherwise sessions are served round-robin, one window
-each, so a long reply cannot starve a short one, and within a session its chunks go in order. A
+each, so a long reply cannot starve a short one, and within a session its chunks go in order.
+Turns go to clients first (an address), then to that client's sessions: a client with twenty
+parallel sessions gets the engine as often as a client with one, first windows included. A
 cancelled or disconnected session's queued work is dropped at once and a running window is
 stopped (ONNX Runtime's terminate flag). Inference runs in worker threads, never on the event
 loop.
@@ -11,6 +13,7 @@ loop.
 Admission has one counter: a reply ``reserve``s room for the chunks it may have in flight before
 its first chunk is queued, and a reservation over ``max_queue`` is refused with a retryable
 ``Overloaded``; a reply never has more chunks queued than it reserved, so the queue stays bounded.
+With ``max_per_client`` set, one client's reservations are capped too (``client_limit``).
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ class Job:
     text: str
     voice: str
     speed: float
+    client: str = ""
+    """Who asked (an address): turns are shared out per client first."""
     enqueued_at: float = field(default_factory=time.perf_counter)
     started_at: float | None = None
     token: CancelToken = field(default_factory=CancelToken)
@@ -123,19 +128,25 @@ class Scheduler:
         workers: int = 1,
         max_queue: int = 64,
         first_chunk_priority: bool = True,
+        max_per_client: int = 0,
         on_done: Callable[[Job, AudioPiece | None], None] | None = None,
     ) -> None:
         self.engine = engine
         self.workers = workers
         self.max_queue = max_queue
+        self.max_per_client = max_per_client
+        """Chunks one client may have reserved at once (0: only ``max_queue`` applies)."""
         self.first_chunk_priority = first_chunk_priority
         self._on_done = on_done
         self._queues: dict[str, deque[Job]] = {}
         self._rotation: deque[str] = deque()
+        self._clients: deque[str] = deque()
+        """Clients in the order of their next turn."""
         self._wakeup = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="speakstream-engine")
         self._tasks: list[asyncio.Task[None]] = []
         self._reserved = 0
+        self._reserved_by: dict[str, int] = {}
 
     @property
     def queued(self) -> int:
@@ -146,14 +157,26 @@ class Scheduler:
     def reserved(self) -> int:
         return self._reserved
 
-    def reserve(self, slots: int) -> None:
+    def reserve(self, slots: int, client: str = "") -> None:
         """Admission: room for a reply's chunks in flight, or a retryable ``Overloaded``."""
         if self._reserved + slots > self.max_queue:
             raise Overloaded(f"the server is at its limit of {self.max_queue} queued chunks; retry shortly")
+        mine = self._reserved_by.get(client, 0)
+        if self.max_per_client and mine + slots > self.max_per_client:
+            raise Overloaded(
+                f"this client is at its limit of {self.max_per_client} queued chunks; retry when a reply ends",
+                code="client_limit",
+            )
         self._reserved += slots
+        self._reserved_by[client] = mine + slots
 
-    def release(self, slots: int) -> None:
+    def release(self, slots: int, client: str = "") -> None:
         self._reserved = max(0, self._reserved - slots)
+        left = self._reserved_by.get(client, 0) - slots
+        if left > 0:
+            self._reserved_by[client] = left
+        else:
+            self._reserved_by.pop(client, None)
 
     async def start(self) -> None:
         self._tasks = [asyncio.create_task(self._work(), name=f"engine-worker-{i}") for i in range(self.workers)]
@@ -179,13 +202,16 @@ class Scheduler:
         voice: str,
         speed: float,
         clock: PlaybackClock | None = None,
+        client: str = "",
     ) -> Job:
         """Queue one chunk of an admitted reply (see ``reserve``); ``job.stream()`` gives its audio.
         ``clock``: the reply's, so each window is sized to what its listener has buffered."""
-        job = Job(session_id, request_id, index, text, voice, speed, taken=self._wakeup.set, clock=clock)
+        job = Job(session_id, request_id, index, text, voice, speed, client, taken=self._wakeup.set, clock=clock)
         queue = self._queues.setdefault(session_id, deque())
         if session_id not in self._rotation:
             self._rotation.append(session_id)
+        if client not in self._clients:
+            self._clients.append(client)
         queue.append(job)
         self._wakeup.set()
         return job
@@ -202,27 +228,33 @@ class Scheduler:
             if not job.running:
                 job.close(SynthesisCancelled("synthesis cancelled"))
         if not queue:
-            self._forget(session_id)
+            self._forget(session_id, dropped[0].client if dropped else None)
         return len(dropped)
 
-    def _forget(self, session_id: str) -> None:
+    def _forget(self, session_id: str, client: str | None) -> None:
         self._queues.pop(session_id, None)
         with contextlib.suppress(ValueError):
             self._rotation.remove(session_id)
+        if client is not None and not self._has_work(client):
+            with contextlib.suppress(ValueError):
+                self._clients.remove(client)
+
+    def _has_work(self, client: str) -> bool:
+        return any(q and q[0].client == client for q in self._queues.values())
 
     def _pick(self) -> Job | None:
-        """The next step: the oldest waiting first window, else the next session in rotation."""
+        """The next step: a waiting first window, else the next session in rotation; in both,
+        the client whose turn is next goes first (then its oldest first window, or its next
+        session)."""
         ready = [
-            s for s in self._rotation if (q := self._queues.get(s)) and not q[0].running and not q[0].pieces.full()
+            q[0] for s in self._rotation if (q := self._queues.get(s)) and not q[0].running and not q[0].pieces.full()
         ]
+        if self.first_chunk_priority and (firsts := [job for job in ready if job.first_window]):
+            ready = sorted(firsts, key=lambda job: job.enqueued_at)
         if not ready:
             return None
-        session_id = ready[0]
-        if self.first_chunk_priority:
-            firsts = [self._queues[s][0] for s in ready if self._queues[s][0].first_window]
-            if firsts:
-                session_id = min(firsts, key=lambda j: j.enqueued_at).session_id
-        return self._queues[session_id][0]
+        turn = {client: i for i, client in enumerate(self._clients)}
+        return min(ready, key=lambda job: turn.get(job.client, len(turn)))  # min keeps the first of equals
 
     async def _work(self) -> None:
         loop = asyncio.get_running_loop()
@@ -248,7 +280,15 @@ class Scheduler:
                 if job.session_id in self._rotation:  # its turn is over: to the back of the line
                     self._rotation.remove(job.session_id)
                     self._rotation.append(job.session_id)
+                self._next_turn(job.client)
                 self._wakeup.set()  # a session skipped while this job ran may be ready now
+
+    def _next_turn(self, client: str) -> None:
+        """``client`` had its turn: to the back of the line, or out of it with nothing queued."""
+        with contextlib.suppress(ValueError):
+            self._clients.remove(client)
+        if self._has_work(client):
+            self._clients.append(client)
 
     def _step(self, job: Job) -> AudioPiece | None:
         """One unit of work, in a worker thread; None when the chunk had no more pieces."""
@@ -291,4 +331,4 @@ class Scheduler:
         if queue and job in queue:
             queue.remove(job)
             if not queue:
-                self._forget(job.session_id)
+                self._forget(job.session_id, job.client)

@@ -31,6 +31,7 @@ from speakstream.protocol import Options, sse_event
 from speakstream.server.http import error_response, json_body, require_json, runtime_of, streaming
 from speakstream.server.loopback import LoopbackChannel
 from speakstream.server.runtime import Runtime
+from speakstream.server.security import client_of
 
 SourceFactory = Callable[[dict[str, Any]], TextSource]
 MAX_PROMPT_CHARS = 8_000
@@ -96,7 +97,7 @@ def agent_routes(sources: SourceFactory = replay_from_request) -> list[BaseRoute
             require_json(request)  # /agent spends the operator's LLM: no cross-site form posts
             data = await json_body(request, 65_536)
             runtime.require_scheduler()
-            channel = LoopbackChannel(runtime)
+            channel = LoopbackChannel(runtime, client_of(request.scope))
             agent = _agent(runtime, channel, sources, data)
         except SpeakstreamError as exc:
             return error_response(exc, runtime)
@@ -132,7 +133,7 @@ class AgentSocket:
 
     async def run(self) -> None:
         await self.ws.accept()
-        async with LoopbackChannel(self.runtime) as channel:
+        async with LoopbackChannel(self.runtime, client_of(self.ws.scope)) as channel:
             turn: asyncio.Task[None] | None = None
             try:
                 while True:

@@ -26,6 +26,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--format", help="default audio format of the WebSocket session")
     parser.add_argument("--max-sessions", type=int)
     parser.add_argument("--queue-depth", type=int)
+    parser.add_argument("--max-client-queue", type=int, help="queued chunks one client address may hold (0: no cap)")
     parser.add_argument("--workers", type=int, help="engine worker threads (1 on CPU)")
     parser.add_argument("--model-dir", type=Path)
     parser.add_argument("--graph", choices=("fast", "timed", "original"))
@@ -55,6 +56,7 @@ def serve_command(args: argparse.Namespace) -> int:
         format=args.format,
         max_sessions=args.max_sessions,
         queue_depth=args.queue_depth,
+        max_client_queue=args.max_client_queue,
         workers=args.workers,
         model_dir=args.model_dir,
         graph=args.graph,

@@ -16,7 +16,7 @@ from speakstream.engine.base import Engine
 from speakstream.server import http, openai
 from speakstream.server.bidi import BidiSession
 from speakstream.server.runtime import EngineFactory, Runtime
-from speakstream.server.security import SecurityMiddleware
+from speakstream.server.security import SecurityMiddleware, client_of
 
 
 def default_engine_factory(config: ServerConfig) -> EngineFactory:
@@ -33,7 +33,7 @@ def default_engine_factory(config: ServerConfig) -> EngineFactory:
 
 
 async def bidi_endpoint(websocket: WebSocket) -> None:
-    await BidiSession(websocket, websocket.app.state.runtime).run()
+    await BidiSession(websocket, websocket.app.state.runtime, client_of(websocket.scope)).run()
 
 
 def create_app(

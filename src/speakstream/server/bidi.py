@@ -64,9 +64,10 @@ _MOVES = {
 
 
 class BidiSession:
-    def __init__(self, websocket: WebSocket, runtime: Runtime) -> None:
+    def __init__(self, websocket: WebSocket, runtime: Runtime, client: str = "") -> None:
         self.ws = websocket
         self.rt = runtime
+        self.client = client
         self.config = runtime.config
         self.id = runtime.new_id("sess")
         self.state = SessionState.CONNECTING
@@ -90,16 +91,17 @@ class BidiSession:
         if len(self.rt.sessions) >= self.config.max_sessions:
             await self._refuse(Overloaded(f"the server holds its maximum of {self.config.max_sessions} sessions"))
             return
-        await self.ws.accept()
-        self._move(SessionState.OPEN)
-        self.rt.sessions.add(self)
+        self.rt.sessions.add(self)  # before any await: simultaneous handshakes cannot overrun the limit
         self.rt.metrics.active_sessions.inc()
-        tasks = [
-            asyncio.create_task(self._read(), name=f"{self.id}-reader"),
-            asyncio.create_task(self._run_requests(), name=f"{self.id}-runner"),
-            asyncio.create_task(self._write(), name=f"{self.id}-writer"),
-        ]
+        tasks: list[asyncio.Task[Any]] = []
         try:
+            await self.ws.accept()
+            self._move(SessionState.OPEN)
+            tasks = [
+                asyncio.create_task(self._read(), name=f"{self.id}-reader"),
+                asyncio.create_task(self._run_requests(), name=f"{self.id}-runner"),
+                asyncio.create_task(self._write(), name=f"{self.id}-writer"),
+            ]
             await self._put(self._hello())
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             reader, writer = tasks[0], tasks[2]
@@ -217,7 +219,7 @@ class BidiSession:
             )
         if request_id is not None and request_id in self._known_ids():
             raise ProtocolError(f"request_id {request_id!r} is already in use", code="duplicate_request_id")
-        return self.rt.reply(self.id, request_id, self.rt.settings(options.over(self.defaults)))
+        return self.rt.reply(self.id, request_id, self.rt.settings(options.over(self.defaults)), self.client)
 
     def _known_ids(self) -> set[str]:
         ids = {r.request_id for r in self._pending}

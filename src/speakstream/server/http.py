@@ -26,6 +26,7 @@ from speakstream.errors import InvalidInput, SpeakstreamError, UnsupportedMediaT
 from speakstream.protocol import Options, sse_event
 from speakstream.server.reply import Reply, check_readable
 from speakstream.server.runtime import Runtime
+from speakstream.server.security import client_of
 
 log = logging.getLogger("speakstream.http")
 
@@ -162,7 +163,7 @@ async def _invocation_reply(request: Request, runtime: Runtime) -> Reply:
         raise InvalidInput(f"text is over the {runtime.config.max_text_chars}-character limit", code="text_too_long")
     settings = runtime.settings(Options.parse(data, strings=True))
     check_readable(runtime.require_scheduler(), settings, text)
-    reply = runtime.reply(runtime.new_id("http"), _request_id(data), settings)
+    reply = runtime.reply(runtime.new_id("http"), _request_id(data), settings, client_of(request.scope))
     reply.push(text)
     reply.end_input()
     return reply

@@ -48,10 +48,10 @@ class LoopbackSocket:
 class LoopbackChannel(Channel):
     """The client half, with the same API as ``SpeechSession``; owns the session's task."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, client: str = "") -> None:
         super().__init__()
         self.socket = LoopbackSocket()
-        self._session = BidiSession(self.socket, runtime)  # type: ignore[arg-type]
+        self._session = BidiSession(self.socket, runtime, client)  # type: ignore[arg-type]
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> LoopbackChannel:

@@ -23,6 +23,7 @@ from speakstream.protocol import Options, sse_event
 from speakstream.server.http import audio_stream, error_response, json_body, runtime_of, streaming
 from speakstream.server.reply import Reply, check_readable
 from speakstream.server.runtime import Runtime
+from speakstream.server.security import client_of
 
 OPENAI_FORMATS = {"mp3": "mp3", "opus": "opus", "aac": "adts", "flac": "flac", "wav": "wav", "pcm": "pcm"}
 MODELS = ("kokoro", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
@@ -67,7 +68,7 @@ async def _speech_reply(request: Request, runtime: Runtime) -> tuple[Reply, str]
     }
     settings = runtime.settings(Options.parse(options))
     check_readable(runtime.require_scheduler(), settings, text)
-    reply = runtime.reply(runtime.new_id("openai"), None, settings)
+    reply = runtime.reply(runtime.new_id("openai"), None, settings, client_of(request.scope))
     reply.push(text)
     reply.end_input()
     return reply, stream_format

@@ -105,9 +105,12 @@ class Reply:
         lookahead: int = 2,
         max_text_chars: int = 20_000,
         max_audio_s: float = 1800.0,
+        client: str = "",
     ) -> None:
         self.scheduler = scheduler
         self.session_id = session_id
+        self.client = client
+        """Who asked (an address): the scheduler's turns and limits are per client."""
         self.request_id = request_id
         self.settings = validate(scheduler, settings)
         self.fmt = audio_format(settings.format)
@@ -132,8 +135,8 @@ class Reply:
         the server is full). Idempotent; released when the reply ends, or is dropped unplayed."""
         if self._release is None:
             slots = self._lookahead + 1
-            self.scheduler.reserve(slots)
-            self._release = weakref.finalize(self, self.scheduler.release, slots)
+            self.scheduler.reserve(slots, self.client)
+            self._release = weakref.finalize(self, self.scheduler.release, slots, self.client)
 
     def release(self) -> None:
         if self._release is not None:
@@ -219,6 +222,7 @@ class Reply:
                     voice=self.settings.voice,
                     speed=self.settings.speed,
                     clock=self.clock,
+                    client=self.client,
                 )
             except SpeakstreamError as exc:  # the reply fails with it
                 jobs.put_nowait(exc)

@@ -68,6 +68,7 @@ class Runtime:
             engine,
             workers=self.config.workers,
             max_queue=self.config.queue_depth,
+            max_per_client=self.config.max_client_queue,
             first_chunk_priority=self.config.first_chunk_priority,
             on_done=self._on_piece,
         )
@@ -95,7 +96,7 @@ class Runtime:
     def new_id(self, prefix: str) -> str:
         return f"{prefix}-{next(self._ids)}-{uuid.uuid4().hex[:8]}"
 
-    def reply(self, session_id: str, request_id: str | None, settings: ReplySettings) -> Reply:
+    def reply(self, session_id: str, request_id: str | None, settings: ReplySettings, client: str = "") -> Reply:
         return Reply(
             self.require_scheduler(),
             session_id=session_id,
@@ -105,6 +106,7 @@ class Runtime:
             lookahead=self.config.lookahead,
             max_text_chars=self.config.max_text_chars,
             max_audio_s=self.config.max_audio_s,
+            client=client,
         )
 
     @property

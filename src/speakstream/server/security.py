@@ -22,6 +22,14 @@ from speakstream.config import ServerConfig
 OPEN_PATHS = ("/ping",)
 
 
+def client_of(scope: Scope) -> str:
+    """Who is asking, for per-client turns and limits: the peer's address (one API key serves
+    everyone, so it names nobody). Behind a proxy, uvicorn's ``forwarded_allow_ips`` makes the
+    address the real client's."""
+    peer = scope.get("client")
+    return str(peer[0]) if peer else "local"
+
+
 class SecurityMiddleware:
     def __init__(self, app: ASGIApp, *, config: ServerConfig) -> None:
         self.app = app
