@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 import time
 from collections import deque
@@ -31,6 +32,8 @@ from functools import partial
 from speakstream.engine.base import CancelToken, Engine, SynthesisCancelled
 from speakstream.errors import EngineError, Overloaded, SpeakstreamError
 from speakstream.types import AudioPiece
+
+log = logging.getLogger("speakstream.scheduler")
 
 MAX_PIECES_AHEAD = 64
 """Pieces of one chunk made but not yet taken by its reply (a chunk has far fewer windows)."""
@@ -270,9 +273,12 @@ class Scheduler:
             try:
                 piece = await loop.run_in_executor(self._executor, self._step, job)
             except SpeakstreamError as exc:
+                if exc.__cause__ is not None:  # what the client is not told (paths, library text)
+                    log.warning("%s: %s: %r", job.request_id, exc.message, exc.__cause__)
                 self._finish(job, None, exc)
             except Exception as exc:  # an engine bug must fail one request, not the worker
-                self._finish(job, None, EngineError(f"synthesis failed: {exc}"))
+                log.exception("%s: synthesis failed", job.request_id)
+                self._finish(job, None, EngineError(f"synthesis failed ({type(exc).__name__}; see the server log)"))
             else:
                 self._finish(job, piece, None)
             finally:

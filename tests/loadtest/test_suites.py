@@ -74,12 +74,14 @@ async def test_full_soak() -> None:
 
 @pytest.mark.slow
 async def test_hostile_frames_never_crash_a_live_session() -> None:
-    result = await fuzz.run_fuzz(frames=300)
+    result = await fuzz.run_fuzz(frames=300, bodies=100)
     assert result["bad_inputs"].startswith(f"{len(fuzz.BAD_INPUTS)}/{len(fuzz.BAD_INPUTS)}")
+    assert result["frame_hangs"] == 0 and result["http"]["crashes"] == result["http"]["hangs"] == 0, result
     assert result["session_usable_after"] and result["server_healthy_after"]
 
 
 @pytest.mark.full
 async def test_full_fuzz() -> None:
-    result = await fuzz.run_fuzz(frames=3000, seed=11)
+    result = await fuzz.run_fuzz(frames=10_000, bodies=1_000, seed=11)
+    assert result["frame_hangs"] == 0 and result["http"]["crashes"] == result["http"]["hangs"] == 0, result
     assert result["session_usable_after"] and result["server_healthy_after"]

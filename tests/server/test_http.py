@@ -12,6 +12,7 @@ import time
 import httpx
 import openai
 import pytest
+from starlette.routing import Route
 
 from speakstream.audio.decode import decode
 from speakstream.client import fetch_audio, stream_events
@@ -165,6 +166,28 @@ def test_openai_errors_are_openai_shaped(fake_server: ThreadedServer) -> None:
     with pytest.raises(openai.BadRequestError) as info:
         client.audio.speech.create(model="tts-1", voice="nobody", input="Hi.")
     assert info.value.status_code == 400
+
+
+@pytest.mark.parametrize("field", ["response_format", "stream_format"])
+async def test_openai_fields_of_the_wrong_type_are_a_400(fake_server: ThreadedServer, field: str) -> None:
+    """Found by the HTTP fuzzer: ``response_format: {}`` was a 500 (an unhashable lookup)."""
+    async with httpx.AsyncClient(base_url=fake_server.url) as client:
+        response = await client.post("/v1/audio/speech", json={"input": "Hi.", field: {}})
+    assert response.status_code == 400 and response.json()["error"]["code"].startswith("invalid_")
+
+
+async def test_a_bug_in_a_route_is_a_readable_500_without_its_text() -> None:
+    async def broken(_: object) -> None:
+        raise RuntimeError("/srv/secret: something internal")
+
+    server = start_server(FakeEngine(), routes=[Route("/broken", broken)])
+    try:
+        async with httpx.AsyncClient(base_url=server.url) as client:
+            response = await client.get("/broken")
+        assert response.status_code == 500 and response.json()["error"]["code"] == "internal_error"
+        assert "/srv/secret" not in response.text
+    finally:
+        server.stop()
 
 
 async def test_voices_and_models(fake_server: ThreadedServer) -> None:

@@ -60,7 +60,8 @@ def replay_from_request(data: dict[str, Any]) -> TextSource:
             ttft_s=float(data.get("ttft_s") or 0.1),
         )
     except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"bad replay settings: {exc}", code="invalid_message") from exc
+        message = "bad replay settings: tokens_per_s and ttft_s must be numbers"
+        raise InvalidInput(message, code="invalid_message") from exc
 
 
 def _agent(runtime: Runtime, channel: LoopbackChannel, sources: SourceFactory, data: dict[str, Any]) -> VoiceAgent:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import re
 import time
@@ -25,6 +26,8 @@ import httpx
 from speakstream.data import replies
 from speakstream.errors import SourceError
 from speakstream.protocol import SSEReader
+
+log = logging.getLogger("speakstream.agent")
 
 DEFAULT_TTFT_S = 0.10
 DEFAULT_TOKENS_PER_S = 60.0
@@ -118,16 +121,18 @@ class OpenAISource:
             ):
                 if response.status_code >= 400:
                     body = (await response.aread())[:300].decode("utf-8", "replace")
+                    log.warning("LLM at %s answered HTTP %s: %s", self.base_url, response.status_code, body)
                     raise SourceError(
-                        f"LLM answered HTTP {response.status_code}: {body}",
+                        f"the LLM answered HTTP {response.status_code}",
                         retryable=response.status_code >= 500 or response.status_code == 429,
                     )
                 async for delta in _deltas(response):
                     yield delta
         except httpx.TimeoutException as exc:
-            raise SourceError(f"LLM at {self.base_url} timed out", code="source_timeout") from exc
+            raise SourceError("the LLM timed out", code="source_timeout") from exc
         except httpx.HTTPError as exc:
-            raise SourceError(f"LLM at {self.base_url} failed: {exc}") from exc
+            log.warning("LLM at %s failed: %r", self.base_url, exc)
+            raise SourceError(f"the LLM request failed ({type(exc).__name__})") from exc
 
 
 async def _deltas(response: httpx.Response) -> AsyncIterator[str]:

@@ -72,7 +72,9 @@ async def run_suites(suites: list[str], args: argparse.Namespace, console: Conso
                 messages=200 if args.quick else 2000, sessions=50 if args.quick else 500
             )
         elif suite == "fuzz":
-            run["suites"]["fuzz"] = await fuzz.run_fuzz(frames=200 if args.quick else 2000)
+            run["suites"]["fuzz"] = await fuzz.run_fuzz(
+                frames=300 if args.quick else 10_000, bodies=100 if args.quick else 1_000
+            )
         else:
             raise SystemExit(f"unknown suite {suite}; choose from {', '.join(SUITES)}")
     return run

@@ -194,7 +194,7 @@ class KokoroEngine(VoiceBankEngine):
         except Exception as exc:  # onnxruntime raises its own unexported error types
             if cancel is not None and cancel.cancelled:
                 raise SynthesisCancelled("synthesis cancelled") from exc
-            raise EngineError(f"inference failed: {exc}") from exc
+            raise EngineError(f"inference failed ({type(exc).__name__}; the server log has the details)") from exc
         audio = np.asarray(outputs[0], dtype=np.float32).ravel()
         durations = np.asarray(outputs[1]).ravel() if self._has_durations else None
         return audio, durations

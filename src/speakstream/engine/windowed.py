@@ -211,5 +211,5 @@ def _run(session: Any, outputs: list[str] | None, feed: dict[str, Any], cancel: 
     except Exception as exc:  # onnxruntime raises its own unexported error types
         if cancel is not None and cancel.cancelled:
             raise SynthesisCancelled("synthesis cancelled") from exc
-        raise EngineError(f"inference failed: {exc}") from exc
+        raise EngineError(f"inference failed ({type(exc).__name__}; the server log has the details)") from exc
     return result

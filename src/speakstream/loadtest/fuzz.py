@@ -55,35 +55,88 @@ def random_frame(rng: random.Random) -> str | bytes:
     return frame.encode() if kind == 3 else frame
 
 
-async def _answer(session: SpeechSession) -> dict[str, Any] | None:
-    """Drain frames for a moment; the last control message seen."""
-    seen = None
-    try:
+SENTINEL = '{"type": "fuzz-sentinel"}'
+"""Sent after every frame: its ``unknown_type`` error marks the end of that frame's answer, so
+a frame costs one round trip, and no answer within ``HANG_S`` is a hang."""
+HANG_S = 10.0
+
+
+async def _answer(session: SpeechSession) -> list[dict[str, Any]]:
+    """Everything the server said about the frame before the sentinel's error."""
+    await session.send_raw(SENTINEL)
+    seen: list[dict[str, Any]] = []
+    async with asyncio.timeout(HANG_S):
         while True:
-            event = await asyncio.wait_for(session.receive(), 0.05)
-            if hasattr(event, "message"):
-                seen = event.message
-    except TimeoutError:
-        return seen
+            message = getattr(await session.receive(), "message", None)
+            if message is None:
+                continue
+            if message.get("code") == "unknown_type" and "fuzz-sentinel" in str(message.get("message")):
+                return seen
+            seen.append(message)
 
 
-async def run_fuzz(*, frames: int = 1000, seed: int = 7) -> dict[str, Any]:
+def random_body(rng: random.Random) -> tuple[str, bytes, str | None]:
+    """A hostile HTTP request: route, body, content type (None: no header)."""
+    route = rng.choice(["/invocations", "/v1/audio/speech"])
+    ctype = rng.choice(["application/json", "text/plain", "application/octet-stream", "multipart/form-data", None])
+    kind = rng.randrange(3)
+    if kind == 0:
+        return route, rng.randbytes(rng.randrange(0, 400)), ctype
+    if kind == 1:
+        text = "".join(chr(rng.randrange(1, 0x2FFF)) for _ in range(rng.randrange(0, 120)))
+        return route, text.encode("utf-8", "surrogatepass"), ctype
+    keys = ["text", "input", "voice", "speed", "format", "response_format", "stream_format", "language", "model"]
+    values: list[Any] = [None, "", "af_heart", "alloy", 0.5, -1, 1e308, 10**30, [], {}, True, "x" * 300]
+    values += ["ok.", "es", "af_heart@ja", "9" * 500, "sse", "wav", "\u0000", "Hello there."]
+    fields = {key: rng.choice(values) for key in rng.sample(keys, rng.randrange(1, 6))}
+    return route, json.dumps(fields).encode(), "application/json"
+
+
+async def _http_fuzz(url: str, count: int, rng: random.Random) -> dict[str, Any]:
+    """``count`` hostile bodies, one after another: each must be answered, never with a 5xx
+    other than a retryable 503, and never hang."""
+    statuses: dict[str, int] = {}
+    crashes = hangs = 0
+    async with httpx.AsyncClient(base_url=url, timeout=HANG_S) as client:
+        for _ in range(count):
+            route, body, ctype = random_body(rng)
+            headers = {"content-type": ctype} if ctype else {}
+            try:
+                response = await client.post(route, content=body, headers=headers)
+            except httpx.TimeoutException:
+                hangs += 1
+                continue
+            except httpx.TransportError:  # the server dropped the connection: a crash
+                crashes += 1
+                continue
+            statuses[str(response.status_code)] = statuses.get(str(response.status_code), 0) + 1
+            crashes += response.status_code >= 500 and response.status_code != 503
+    return {"bodies": count, "statuses": dict(sorted(statuses.items())), "crashes": crashes, "hangs": hangs}
+
+
+async def run_fuzz(*, frames: int = 1000, bodies: int = 200, seed: int = 7) -> dict[str, Any]:
     server = fake_server()
     rng = random.Random(seed)
     codes: dict[str, int] = {}
-    bad_ok = 0
+    bad_ok = hangs = 0
     try:
         async with SpeechSession(server.ws_url) as session:
             for frame, code in BAD_INPUTS:
                 await session.send_raw(frame)
                 answer = await _answer(session)
-                bad_ok += bool(answer and answer.get("code") == code)
+                bad_ok += any(m.get("code") == code for m in answer)
             for _ in range(frames):
                 await session.send_raw(random_frame(rng))
-                answer = await _answer(session)
-                if answer and answer.get("type") == "error":
-                    codes[answer["code"]] = codes.get(answer["code"], 0) + 1
+                try:
+                    answer = await _answer(session)
+                except TimeoutError:
+                    hangs += 1
+                    continue
+                for message in answer:
+                    if message.get("type") == "error":
+                        codes[message["code"]] = codes.get(message["code"], 0) + 1
             usable = await session.collect(await session.speak("Still fine after all that."))
+        http = await _http_fuzz(server.url, bodies, rng)
         async with httpx.AsyncClient(base_url=server.url) as client:
             healthy = (await client.get("/ping")).status_code == 200
     except SpeakstreamError as exc:
@@ -93,7 +146,9 @@ async def run_fuzz(*, frames: int = 1000, seed: int = 7) -> dict[str, Any]:
     return {
         "bad_inputs": f"{bad_ok}/{len(BAD_INPUTS)} answered with their error code",
         "random_frames": frames,
-        "error_codes": codes,
+        "frame_hangs": hangs,
+        "error_codes": dict(sorted(codes.items())),
+        "http": http,
         "session_usable_after": (usable.final or {}).get("type") == "synthesis_complete",
         "server_healthy_after": healthy,
     }

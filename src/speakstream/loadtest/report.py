@@ -86,9 +86,11 @@ def rows(run: dict[str, Any], command: str) -> list[list[Any]]:
         out.append(
             [
                 "hostile input on a live session",
-                f"{z['bad_inputs']}; {z['random_frames']} random frames "
-                f"(bytes, text, JSON) answered with {sum(z['error_codes'].values())} error frames, no crash; "
-                f"session usable after: {z['session_usable_after']}; server healthy: {z['server_healthy_after']}",
+                f"{z['bad_inputs']}; {z['random_frames']} random frames (bytes, text, JSON) answered with "
+                f"{sum(z['error_codes'].values())} error frames, hangs {z['frame_hangs']}; "
+                f"{z['http']['bodies']} random HTTP bodies: {z['http']['statuses']}, crashes {z['http']['crashes']}, "
+                f"hangs {z['http']['hangs']}; session usable after: {z['session_usable_after']}; "
+                f"server healthy: {z['server_healthy_after']}",
                 f"`{command} fuzz`",
             ]
         )

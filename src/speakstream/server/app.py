@@ -8,11 +8,14 @@ from contextlib import asynccontextmanager
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from speakstream.config import ServerConfig
 from speakstream.engine.base import Engine
+from speakstream.errors import SpeakstreamError
 from speakstream.server import http, openai
 from speakstream.server.bidi import BidiSession
 from speakstream.server.runtime import EngineFactory, Runtime
@@ -30,6 +33,12 @@ def default_engine_factory(config: ServerConfig) -> EngineFactory:
         return KokoroEngine(config.engine_config())
 
     return make
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    """A bug in a route: the client gets a JSON 500 it can read (no library text), the log the
+    traceback (Starlette logs it after this answer)."""
+    return http.error_response(SpeakstreamError("internal error; the server log has the details"))
 
 
 async def bidi_endpoint(websocket: WebSocket) -> None:
@@ -75,6 +84,8 @@ def create_app(
             )
         )
     middleware.append(Middleware(SecurityMiddleware, config=config))
-    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app = Starlette(
+        routes=routes, middleware=middleware, lifespan=lifespan, exception_handlers={Exception: _internal_error}
+    )
     app.state.runtime = runtime
     return app

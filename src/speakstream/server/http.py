@@ -57,8 +57,19 @@ async def ping(request: Request) -> Response:
     runtime = runtime_of(request)
     if runtime.ready:
         return JSONResponse({"status": "ok", "device": getattr(runtime.engine, "device", "?")})
-    reason = runtime.load_error.message if runtime.load_error else "engine loading"
-    return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503, headers={"Retry-After": "1"})
+    reason = _LOAD_FAILURES.get(runtime.load_error.code, _LOAD_FAILED) if runtime.load_error else "engine loading"
+    code = runtime.load_error.code if runtime.load_error else "not_ready"
+    body = {"status": "unavailable", "code": code, "reason": reason}
+    return JSONResponse(body, status_code=503, headers={"Retry-After": "1"})
+
+
+# What /ping says when the engine failed to load: the cause, never the path or library text
+# (those are in the server log).
+_LOAD_FAILED = "the engine failed to load; the server log says why"
+_LOAD_FAILURES = {
+    "missing_asset": "the model assets are missing or damaged; `speakstream assets fetch` on the server fetches them",
+    "language_unavailable": "a language set to load at startup is not installed; the server log names it",
+}
 
 
 async def metrics(request: Request) -> Response:

@@ -55,10 +55,10 @@ async def _speech_reply(request: Request, runtime: Runtime) -> tuple[Reply, str]
     if not isinstance(voice, str):
         raise InvalidInput("voice must be a string", code="unknown_voice")
     response_format = data.get("response_format", "mp3")
-    if response_format not in OPENAI_FORMATS:
+    if not isinstance(response_format, str) or response_format not in OPENAI_FORMATS:
         raise InvalidInput(f"response_format must be one of {', '.join(OPENAI_FORMATS)}", code="invalid_format")
     stream_format = data.get("stream_format", "audio")
-    if stream_format not in ("audio", "sse"):
+    if not isinstance(stream_format, str) or stream_format not in ("audio", "sse"):
         raise InvalidInput("stream_format must be 'audio' or 'sse'", code="invalid_stream_format")
     options = {
         "voice": voice,

@@ -1,0 +1,67 @@
+"""Nothing a client receives names a path, an upstream URL or a library's own error text: those
+go to the server log."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import httpx
+
+from speakstream.client import SpeechSession
+from speakstream.config import ServerConfig
+from speakstream.engine.fake import FakeEngine
+from speakstream.errors import AssetError
+from speakstream.loadtest.servers import start_server
+from speakstream.server.app import create_app
+from speakstream.server.serve import ThreadedServer
+from speakstream.types import AudioPiece
+
+SECRET = "/srv/secret/models/kokoro.onnx"
+
+
+class LeakyEngine(FakeEngine):
+    """Fails the way a library does: with its own text, naming a file."""
+
+    def stream(self, text: str, **kwargs: object) -> Iterator[AudioPiece]:  # type: ignore[override]
+        if "boom" in text:
+            raise RuntimeError(f"[ONNXRuntimeError] : 1 : FAIL : Load model from {SECRET} failed")
+        yield from super().stream(text, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_an_engine_failure_is_reported_without_its_library_text() -> None:
+    server = start_server(LeakyEngine())
+    try:
+        async with SpeechSession(server.ws_url) as session:
+            failed = await session.collect(await session.speak("This goes boom."))
+            assert failed.final is not None and failed.final["code"] == "engine_error"
+            assert SECRET not in str(failed.final) and "ONNXRuntimeError" not in str(failed.final)
+            again = await session.collect(await session.speak("Still here."))
+            assert again.final is not None and again.final["type"] == "synthesis_complete"
+    finally:
+        server.stop()
+
+
+async def test_ping_says_why_the_engine_failed_to_load_without_the_path() -> None:
+    def broken() -> FakeEngine:
+        raise AssetError(f"model file missing: {SECRET}; run `speakstream assets fetch`")
+
+    server = ThreadedServer(create_app(ServerConfig(), engine_factory=broken))
+    server.thread.start()
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{await _port(server)}") as client:
+            for _ in range(200):
+                ping = await client.get("/ping")
+                if ping.json().get("code") == "missing_asset":
+                    break
+                await asyncio.sleep(0.05)
+        assert ping.status_code == 503 and ping.json()["code"] == "missing_asset"
+        assert "assets fetch" in ping.json()["reason"] and SECRET not in ping.text
+    finally:
+        server.stop()
+
+
+async def _port(server: ThreadedServer) -> int:
+    while not server.server.started:
+        await asyncio.sleep(0.01)
+    return server.port
