@@ -56,3 +56,10 @@ def test_languages_to_preload_are_read_and_checked_at_startup() -> None:
     with pytest.raises(InvalidInput) as caught:
         ServerConfig.from_env({"SPEAKSTREAM_LANGUAGES": "es,klingon"})
     assert caught.value.code == "unsupported_language"
+
+
+def test_a_public_address_caps_each_client_at_half_the_queue_by_default() -> None:
+    assert ServerConfig(host="127.0.0.1").client_queue_cap == 0
+    assert ServerConfig(host="0.0.0.0", api_key="k", queue_depth=64).client_queue_cap == 32
+    assert ServerConfig(host="0.0.0.0", api_key="k", queue_depth=4).client_queue_cap == 3  # one reply's slots
+    assert ServerConfig(host="127.0.0.1", max_client_queue=9).client_queue_cap == 9

@@ -60,8 +60,9 @@ class ServerConfig:
     queue_depth: int = 64
     max_client_queue: int = 0
     """Chunks one client (an address; behind a proxy, uvicorn's ``--forwarded-allow-ips`` makes it
-    the real one) may have reserved at once; 0: only ``queue_depth`` applies. Turns at the engine
-    are shared per client whatever this is."""
+    the real one) may have reserved at once. 0: half of ``queue_depth`` (at least one reply's) on
+    an address other than loopback, no cap of its own on loopback. Turns at the engine are shared
+    per client whatever this is."""
     workers: int = 1
     lookahead: int = 2
     first_chunk_priority: bool = True
@@ -83,6 +84,13 @@ class ServerConfig:
             raise InvalidInput("the API key is empty (leave it unset for no key)", code="invalid_config")
         for language in self.languages:
             parse_language(language)  # an unknown one is an error at startup, not at the first request
+
+    @property
+    def client_queue_cap(self) -> int:
+        """``max_client_queue`` as it applies (0: none); see there."""
+        if self.max_client_queue or _loopback(self.host):
+            return self.max_client_queue
+        return max(self.queue_depth // 2, self.lookahead + 1)
 
     def exposure_problem(self) -> str | None:
         """Why serving as configured would expose the server, or None."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from speakstream.engine.fake import FakeEngine
-from speakstream.loadtest import faults, fuzz, load, overload, soak
+from speakstream.loadtest import abuse, faults, fuzz, load, overload, soak
 from speakstream.loadtest.servers import fake_server
 
 
@@ -85,3 +85,19 @@ async def test_full_fuzz() -> None:
     result = await fuzz.run_fuzz(frames=10_000, bodies=1_000, seed=11)
     assert result["frame_hangs"] == 0 and result["http"]["crashes"] == result["http"]["hangs"] == 0, result
     assert result["session_usable_after"] and result["server_healthy_after"]
+
+
+@pytest.mark.slow
+async def test_attacks_leave_a_well_behaved_client_served() -> None:
+    """Outcomes only (the timing ratios are the README's, from the Kokoro run)."""
+    result = await abuse.run_abuse(fake_engine=True, trials=3)
+    attacks = {name: r["outcome"] for name, r in result["attacks"].items()}
+    assert all(r["refusals"] == 0 and r["first_audio_ms"]["n"] == 3 for r in result["attacks"].values()), result
+    assert set(attacks["hostile texts"]["statuses"]) <= {"200", "400"}
+    assert attacks["appends never flushed"] == {"sessions": 30, "ended_by_text_idle": 10, "refused": 20}
+    assert set(attacks["responses never read"]["answers"]) <= {"200", "200 dropped"}
+    assert "200 dropped" in attacks["responses never read"]["answers"]
+    assert attacks["bodies that never finish"]["answers"] == {"408": 20}
+    assert attacks["handshake flood"]["answers"] == {"accepted": 64, "refused": 86}
+    assert set(attacks["one client's parallel flood"]["statuses"]) == {"200", "503"}
+    assert attacks["cross-site WebSockets"]["answers"] == {"HTTP 403": 20}

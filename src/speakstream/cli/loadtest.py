@@ -13,11 +13,11 @@ from typing import Any
 
 from rich.console import Console
 
-SUITES = ("load", "overload", "faults", "soak", "fuzz")
+SUITES = ("load", "overload", "faults", "soak", "fuzz", "abuse")
 
 
 def register(commands: Any) -> None:
-    parser = commands.add_parser("loadtest", help="load, overload, fault, soak and fuzz suites; prints figures")
+    parser = commands.add_parser("loadtest", help="load, overload, fault, soak, fuzz and abuse suites; prints figures")
     parser.add_argument("suites", nargs="*", help=f"any of {', '.join(SUITES)} (default: all)")
     parser.add_argument("--sessions", default="1,2,4,8,16", help="load levels, comma-separated")
     parser.add_argument("--server", help="run the load suite against this running server (base URL)")
@@ -49,7 +49,7 @@ def loadtest_command(args: argparse.Namespace) -> int:
 
 
 async def run_suites(suites: list[str], args: argparse.Namespace, console: Console) -> dict[str, Any]:
-    from speakstream.loadtest import faults, fuzz, overload, soak
+    from speakstream.loadtest import abuse, faults, fuzz, overload, soak
 
     run: dict[str, Any] = {
         "quick": args.quick,
@@ -75,6 +75,8 @@ async def run_suites(suites: list[str], args: argparse.Namespace, console: Conso
             run["suites"]["fuzz"] = await fuzz.run_fuzz(
                 frames=300 if args.quick else 10_000, bodies=100 if args.quick else 1_000
             )
+        elif suite == "abuse":
+            run["suites"]["abuse"] = await abuse.run_abuse(fake_engine=args.fake_engine, trials=3 if args.quick else 8)
         else:
             raise SystemExit(f"unknown suite {suite}; choose from {', '.join(SUITES)}")
     return run

@@ -94,7 +94,32 @@ def rows(run: dict[str, Any], command: str) -> list[list[Any]]:
                 f"`{command} fuzz`",
             ]
         )
+    if "abuse" in suites:
+        out += _abuse_rows(suites["abuse"], command)
     return out
+
+
+def _abuse_rows(abuse: dict[str, Any], command: str) -> list[list[Any]]:
+    quiet = abuse["quiet"]
+    rows = [
+        [
+            f"abuse: quiet ({abuse['engine']} engine), a well-behaved client from another address",
+            f"p95 first audio {quiet['first_audio_ms'].get('p95')} ms, /ping p95 {quiet['ping_ms'].get('p95')} ms",
+            f"`{command} abuse`",
+        ]
+    ]
+    for name, result in abuse["attacks"].items():
+        outcome = ", ".join(f"{key} {value}" for key, value in result["outcome"].items())
+        rows.append(
+            [
+                f"abuse: {name}",
+                f"{outcome}; the well-behaved client's p95 first audio {result['first_audio_ms'].get('p95')} ms "
+                f"({result['p95_vs_quiet']}x quiet), refused {result['refusals']} times; "
+                f"/ping p95 {result['ping_ms'].get('p95')} ms",
+                f"`{command} abuse`",
+            ]
+        )
+    return rows
 
 
 def render(run: dict[str, Any], command: str) -> str:

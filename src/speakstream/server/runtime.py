@@ -68,7 +68,7 @@ class Runtime:
             engine,
             workers=self.config.workers,
             max_queue=self.config.queue_depth,
-            max_per_client=self.config.max_client_queue,
+            max_per_client=self.config.client_queue_cap,
             first_chunk_priority=self.config.first_chunk_priority,
             on_done=self._on_piece,
         )
