@@ -90,6 +90,21 @@ async def test_invocations_sse(fake_server: ThreadedServer) -> None:
     assert {"ttfa_s", "queue_wait_s", "inference_s", "encode_s"} <= set(end["timings"])
 
 
+async def test_sse_events_stay_small_whatever_a_chunk_holds() -> None:
+    """One long chunk (``chunking: none``) is still many events of at most ``audio_frame_bytes``."""
+    server = start_server(FakeEngine(), audio_frame_bytes=4096)
+    try:
+        body = {"text": TEXT * 4, "chunking": "none"}
+        events = [e async for e in stream_events(f"{server.url}/invocations", body)]
+    finally:
+        server.stop()
+    chunks = [e.json() for e in events if e.event == "audio_chunk"]
+    sizes = [len(base64.b64decode(c["audio"])) for c in chunks]
+    assert len(chunks) > 10 and max(sizes) <= 4096
+    assert sum(sizes) == events[-1].json()["audio_bytes"]
+    assert sum(c["duration_s"] for c in chunks) == pytest.approx(events[-1].json()["duration_s"], abs=0.01)
+
+
 @pytest.mark.parametrize(
     ("body", "status", "code"),
     [

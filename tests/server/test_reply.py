@@ -169,3 +169,16 @@ async def test_admission_refuses_a_reply_over_the_limit(scheduler: Scheduler) ->
     second.release()
     third.release()
     assert scheduler.reserved == 0
+
+
+@pytest.mark.parametrize("chunking", ["auto", "none", "sentences"])
+async def test_a_whole_text_chunked_off_the_loop_gives_the_streamed_chunks(scheduler: Scheduler, chunking: str) -> None:
+    text = "Thanks for waiting, I found your booking. It leaves at nine. Gate twelve, seat 14C."
+    pushed = _reply(scheduler, chunking=chunking)
+    pushed.push(text)
+    pushed.end_input()
+    spoken = _reply(scheduler, chunking=chunking)
+    await spoken.speak(text)
+    assert [o.text for o in await _all(spoken)] == [o.text for o in await _all(pushed)]
+    with pytest.raises(InvalidInput, match="already ended"):
+        spoken.push("more")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import pytest
 import websockets
@@ -10,6 +12,7 @@ from speakstream.client import SpeechSession
 from speakstream.engine.fake import FakeEngine
 from speakstream.errors import SpeakstreamError
 from speakstream.loadtest.servers import start_server
+from speakstream.server.security import TOKEN_TTL_S, issue_token, token_valid
 from speakstream.server.serve import ThreadedServer
 
 KEY = "s3cret-key"
@@ -111,3 +114,26 @@ async def test_cors_preflight(locked: ThreadedServer) -> None:
             },
         )
     assert response.headers["access-control-allow-origin"] == "https://app.example"
+
+
+async def test_a_browser_opens_a_websocket_with_a_short_lived_token_not_the_key(locked: ThreadedServer) -> None:
+    origin = {"Origin": "https://app.example"}
+    async with httpx.AsyncClient(base_url=locked.url) as client:
+        assert (await client.post("/v1/session-token")).status_code == 401
+        issued = (await client.post("/v1/session-token", headers={"Authorization": f"Bearer {KEY}"})).json()
+    assert issued["expires_in"] == TOKEN_TTL_S and KEY not in issued["token"]
+    async with websockets.connect(f"{locked.ws_url}?token={issued['token']}", additional_headers=origin) as ws:
+        assert "session_start" in await ws.recv()
+    expired = issue_token(KEY.encode(), now=time.time() - 2 * TOKEN_TTL_S)
+    forged = issue_token(b"another key")
+    for token in (expired, forged, issued["token"] + "0", "st1.99999999999999.00"):
+        with pytest.raises(websockets.exceptions.InvalidStatus):
+            await websockets.connect(f"{locked.ws_url}?token={token}", additional_headers=origin)
+
+
+def test_tokens_expire_and_are_bound_to_the_key() -> None:
+    token = issue_token(b"k", now=1000.0, ttl_s=60)
+    assert token_valid(token, b"k", now=1059.0)
+    assert not token_valid(token, b"k", now=1061.0)
+    assert not token_valid(token, b"other", now=1000.0)
+    assert not token_valid("garbage", b"k") and not token_valid("", b"k")

@@ -70,6 +70,7 @@ def create_app(
         Route("/v1/audio/voices", openai.voices),
         Route("/v1/models", openai.models),
         Route("/metrics", http.metrics),
+        Route("/v1/session-token", http.session_token, methods=["POST"]),
         *extra_routes,
     ]
     middleware = []  # CORS outermost: it answers preflights, which carry no API key

@@ -26,7 +26,7 @@ from speakstream.errors import InvalidInput, SpeakstreamError, UnsupportedMediaT
 from speakstream.protocol import Options, sse_event
 from speakstream.server.reply import Reply, check_readable
 from speakstream.server.runtime import Runtime
-from speakstream.server.security import client_of
+from speakstream.server.security import TOKEN_TTL_S, client_of, issue_token
 
 log = logging.getLogger("speakstream.http")
 
@@ -70,6 +70,15 @@ _LOAD_FAILURES = {
     "missing_asset": "the model assets are missing or damaged; `speakstream assets fetch` on the server fetches them",
     "language_unavailable": "a language set to load at startup is not installed; the server log names it",
 }
+
+
+async def session_token(request: Request) -> Response:
+    """A short-lived token for a WebSocket handshake (``?token=``), so a browser never puts the
+    API key in a URL. The API key guards this route; without a key nothing needs a token."""
+    key = runtime_of(request).config.api_key
+    if not key:
+        return JSONResponse({"token": None, "expires_in": None})
+    return JSONResponse({"token": issue_token(key.encode()), "expires_in": TOKEN_TTL_S})
 
 
 async def metrics(request: Request) -> Response:
@@ -175,8 +184,7 @@ async def _invocation_reply(request: Request, runtime: Runtime) -> Reply:
     settings = runtime.settings(Options.parse(data, strings=True))
     check_readable(runtime.require_scheduler(), settings, text)
     reply = runtime.reply(runtime.new_id("http"), _request_id(data), settings, client_of(request.scope))
-    reply.push(text)
-    reply.end_input()
+    await reply.speak(text)
     return reply
 
 
@@ -199,6 +207,12 @@ async def audio_stream(reply: Reply, runtime: Runtime, transport: str) -> AsyncG
         runtime.metrics.ttfa.labels(transport).observe(reply.stats.ttfa_s)
 
 
+def sse_parts(data: bytes, size: int) -> list[tuple[int, bytes]]:
+    """Audio cut into parts of at most ``size`` bytes (at least one, maybe empty), so no event
+    is larger than ``audio_frame_bytes`` of audio in base64, whatever a window holds."""
+    return [(start, data[start : start + size]) for start in range(0, max(len(data), 1), size)]
+
+
 async def sse_stream(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, None]:
     rid = reply.request_id
     yield sse_event(
@@ -212,22 +226,27 @@ async def sse_stream(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, No
             "speed": reply.settings.speed,
         },
     )
+    sequence = 0
     try:
         async for out in reply.outputs():
             if not out.data and not out.text:
                 continue
-            yield sse_event(
-                "audio_chunk",
-                {
-                    "request_id": rid,
-                    "sequence": out.sequence,
-                    "text": out.text,
-                    "offset_s": round(out.offset_s, 4),
-                    "duration_s": round(out.duration_s, 4),
-                    "audio": base64.b64encode(out.data).decode("ascii"),
-                    "words": [w.to_dict() for w in out.words],
-                },
-            )
+            for start, part in sse_parts(out.data, runtime.config.audio_frame_bytes):
+                share = len(part) / len(out.data) if out.data else 1.0
+                first = start == 0
+                yield sse_event(
+                    "audio_chunk",
+                    {
+                        "request_id": rid,
+                        "sequence": sequence,
+                        "text": out.text if first else "",
+                        "offset_s": round(out.offset_s + out.duration_s * start / max(len(out.data), 1), 4),
+                        "duration_s": round(out.duration_s * share, 4),
+                        "audio": base64.b64encode(part).decode("ascii"),
+                        "words": [w.to_dict() for w in out.words] if first else [],
+                    },
+                )
+                sequence += 1
     except SpeakstreamError as exc:
         runtime.error(exc)
         yield sse_event("error", {**exc.to_dict(), "request_id": rid})

@@ -20,7 +20,7 @@ from speakstream.engine.base import check_text
 from speakstream.engine.voices import VOICE_ALIASES, by_language
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import Options, sse_event
-from speakstream.server.http import audio_stream, error_response, json_body, runtime_of, streaming
+from speakstream.server.http import audio_stream, error_response, json_body, runtime_of, sse_parts, streaming
 from speakstream.server.reply import Reply, check_readable
 from speakstream.server.runtime import Runtime
 from speakstream.server.security import client_of
@@ -69,16 +69,15 @@ async def _speech_reply(request: Request, runtime: Runtime) -> tuple[Reply, str]
     settings = runtime.settings(Options.parse(options))
     check_readable(runtime.require_scheduler(), settings, text)
     reply = runtime.reply(runtime.new_id("openai"), None, settings, client_of(request.scope))
-    reply.push(text)
-    reply.end_input()
+    await reply.speak(text)
     return reply, stream_format
 
 
 async def _sse(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, None]:
     try:
         async for out in reply.outputs():
-            if out.data:
-                audio = base64.b64encode(out.data).decode("ascii")
+            for _, part in sse_parts(out.data, runtime.config.audio_frame_bytes) if out.data else ():
+                audio = base64.b64encode(part).decode("ascii")
                 yield sse_event("speech.audio.delta", {"type": "speech.audio.delta", "audio": audio})
     except SpeakstreamError as exc:
         runtime.error(exc)

@@ -147,6 +147,17 @@ class Reply:
         self._take(fragment)
         self._queue_texts(self._chunker.feed(fragment))
 
+    async def speak(self, text: str) -> None:
+        """A whole text, then the end of input: chunked in a worker thread, because 20,000
+        hostile characters cost the chunker tens of milliseconds that must not stall the event
+        loop (nothing else touches this reply's chunker before its audio is read)."""
+        self._take(text)
+        chunker = self._chunker
+        chunks = await asyncio.to_thread(lambda: chunker.feed(text) + chunker.flush_all())
+        self._ended = True
+        self._queue_texts(chunks)
+        self._text_ready.set()
+
     def push_chunk(self, text: str) -> None:
         """Text the client already chunked: spoken as one chunk, as it is (after anything pushed
         before it), so a chunking client such as ``VoiceAgent`` is the only one that decides."""

@@ -2,7 +2,9 @@
 
 With a key configured, every HTTP route but ``/ping`` and the web page needs
 ``Authorization: Bearer <key>`` (``/metrics`` too, unless ``protect_metrics`` is off); a WebSocket
-handshake needs the same header or a ``token`` query parameter. Keys are compared in constant
+handshake needs the same header or a ``token`` query parameter: a short-lived token from
+``POST /v1/session-token`` (what a browser, which cannot set headers on a WebSocket, should use,
+so the key never sits in a URL), or the key itself (older clients). Keys are compared in constant
 time and never logged. A browser's WebSocket (it sends ``Origin``) must come from the server's
 own origin or one in ``ws_origins`` (``*``: any); otherwise the handshake is refused (HTTP 403).
 A page on another site could else open a session with the visitor's network position (``/agent/ws``
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import time
 from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -20,6 +23,27 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from speakstream.config import ServerConfig
 
 OPEN_PATHS = ("/ping",)
+TOKEN_TTL_S = 60
+_TOKEN_PREFIX = "st1"
+
+
+def issue_token(key: bytes, *, now: float | None = None, ttl_s: int = TOKEN_TTL_S) -> str:
+    """A token that opens a WebSocket until it expires: its expiry, signed with the key."""
+    expires = int((time.time() if now is None else now) + ttl_s)
+    return f"{_TOKEN_PREFIX}.{expires}.{_signature(key, expires)}"
+
+
+def token_valid(presented: str, key: bytes, *, now: float | None = None) -> bool:
+    prefix, _, rest = presented.partition(".")
+    expires, _, signature = rest.partition(".")
+    if prefix != _TOKEN_PREFIX or not expires.isdigit() or len(expires) > 12:
+        return False
+    fresh = int(expires) >= (time.time() if now is None else now)
+    return hmac.compare_digest(signature, _signature(key, int(expires))) and fresh
+
+
+def _signature(key: bytes, expires: int) -> str:
+    return hmac.new(key, f"speakstream-ws:{expires}".encode(), "sha256").hexdigest()
 
 
 def client_of(scope: Scope) -> str:
@@ -64,7 +88,10 @@ class SecurityMiddleware:
                 presented = value[7:].strip()
         if not presented and scope["type"] == "websocket":
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            presented = (query.get("token") or query.get("api_key") or [""])[0].encode()
+            token = (query.get("token") or query.get("api_key") or [""])[0]
+            if token_valid(token, self.key):
+                return True
+            presented = token.encode()
         return hmac.compare_digest(presented, self.key)
 
     def _origin_allowed(self, scope: Scope) -> bool:

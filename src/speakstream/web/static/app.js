@@ -158,11 +158,19 @@ async function speakAgent(mode) {
   }
 }
 
+// A short-lived token for the WebSocket handshake: the key itself never goes into a URL.
+async function sessionToken() {
+  if (!$("key").value.trim()) return null;
+  const response = await fetch("/v1/session-token", { method: "POST", headers: authHeaders() });
+  if (!response.ok) throw new Error(`session token: HTTP ${response.status}`);
+  return (await response.json()).token;
+}
+
 async function openSession() {
   if (session && session.open) return session;
-  const key = $("key").value.trim();
+  const token = await sessionToken();
   const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const url = `${scheme}://${location.host}/invocations-bidirectional-stream${key ? `?token=${encodeURIComponent(key)}` : ""}`;
+  const url = `${scheme}://${location.host}/invocations-bidirectional-stream${token ? `?token=${encodeURIComponent(token)}` : ""}`;
   session = new SessionClient(url, {
     onAudio: (bytes) => onAudio(bytes),
     onControl: (message) => turn?.onControl?.(message),
