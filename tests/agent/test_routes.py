@@ -45,6 +45,8 @@ async def test_agent_sse_bad_requests(agent_server: ThreadedServer) -> None:
         ):
             too_long = await client.post("/agent", json=body)
             assert too_long.status_code == 400 and too_long.json()["error"]["code"] == "text_too_long"
+        unknown = await client.post("/agent", json={"prompt": "hi", "reply_id": "nope"})
+        assert unknown.status_code == 400 and unknown.json()["error"]["code"] == "unknown_reply"
         for content_type in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""):
             form = await client.post("/agent", content=b'{"prompt": "hi"}', headers={"content-type": content_type})
             assert form.status_code == 415 and form.json()["error"]["code"] == "unsupported_media_type"

@@ -14,6 +14,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import logging
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
@@ -34,6 +35,9 @@ from speakstream.server.runtime import Runtime
 from speakstream.server.security import client_of
 
 SourceFactory = Callable[[dict[str, Any]], TextSource]
+log = logging.getLogger("speakstream.agent")
+_BUG = SpeakstreamError("internal error in the agent; the server log has the details")
+
 MAX_PROMPT_CHARS = 8_000
 MAX_REPLY_CHARS = 20_000
 MAX_REPLY_ID_CHARS = 64
@@ -52,10 +56,13 @@ def source_factory_from(*, llm_url: str | None = None, llm_model: str | None = N
 def replay_from_request(data: dict[str, Any]) -> TextSource:
     _capped(data, "reply", MAX_REPLY_CHARS)
     _capped(data, "reply_id", MAX_REPLY_ID_CHARS)
+    reply_id = str(data.get("reply_id") or "long")
+    if not data.get("reply") and reply_id not in replies():
+        raise InvalidInput(f"unknown reply_id; one of {', '.join(replies())}", code="unknown_reply")
     try:
         return ReplaySource(
             reply=str(data.get("reply") or ""),
-            reply_id=str(data.get("reply_id") or "long"),
+            reply_id=reply_id,
             tokens_per_s=float(data.get("tokens_per_s") or 60.0),
             ttft_s=float(data.get("ttft_s") or 0.1),
         )
@@ -121,8 +128,12 @@ def agent_routes(sources: SourceFactory = replay_from_request) -> list[BaseRoute
 
 async def _sse(channel: LoopbackChannel, agent: VoiceAgent, prompt: str) -> AsyncGenerator[bytes, None]:
     async with channel:
-        async for event in agent.run(prompt):
-            yield sse_event(event.type, _event_json(event))
+        try:
+            async for event in agent.run(prompt):
+                yield sse_event(event.type, _event_json(event))
+        except Exception:  # a bug must end the stream with an error event, never silence
+            log.exception("agent turn failed")
+            yield sse_event("error", {"type": "error", **_BUG.to_dict()})
 
 
 class AgentSocket:
@@ -183,11 +194,17 @@ class AgentSocket:
 
     async def _turn(self, agent: VoiceAgent, prompt: str) -> None:
         with contextlib.suppress(WebSocketDisconnect, RuntimeError):
-            async for event in agent.run(prompt):
-                if isinstance(event, AudioChunkEvent):
-                    await self.ws.send_bytes(event.audio)
-                else:
-                    await self.ws.send_text(json.dumps(event.to_dict()))
+            try:
+                async for event in agent.run(prompt):
+                    if isinstance(event, AudioChunkEvent):
+                        await self.ws.send_bytes(event.audio)
+                    else:
+                        await self.ws.send_text(json.dumps(event.to_dict()))
+            except (WebSocketDisconnect, RuntimeError, asyncio.CancelledError):
+                raise
+            except Exception:  # a bug must become an error message, never silence
+                log.exception("agent turn failed")
+                await self._send_error(_BUG)
 
     async def _send_error(self, exc: SpeakstreamError) -> None:
         self.runtime.error(exc)
