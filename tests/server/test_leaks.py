@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Iterator
 
 import httpx
+import pytest
 
 from speakstream.client import SpeechSession
 from speakstream.config import ServerConfig
@@ -14,6 +15,7 @@ from speakstream.engine.fake import FakeEngine
 from speakstream.errors import AssetError
 from speakstream.loadtest.servers import start_server
 from speakstream.server.app import create_app
+from speakstream.server.bidi import BidiSession
 from speakstream.server.serve import ThreadedServer
 from speakstream.types import AudioPiece
 
@@ -65,3 +67,35 @@ async def _port(server: ThreadedServer) -> int:
     while not server.server.started:
         await asyncio.sleep(0.01)
     return server.port
+
+
+async def test_a_bug_in_a_session_is_an_error_frame_and_the_session_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def broken_chunk(self: BidiSession, rid: str, out: object) -> None:
+        raise RuntimeError(f"encoder state at {SECRET}")
+
+    def broken_config(self: BidiSession, options: object) -> None:
+        raise KeyError(SECRET)
+
+    server = start_server(FakeEngine())
+    try:
+        async with SpeechSession(server.ws_url) as session:
+            with monkeypatch.context() as patch:
+                patch.setattr(BidiSession, "_send_chunk", broken_chunk)
+                failed = await session.collect(await session.speak("Hello there."))
+            assert failed.final is not None and failed.final["code"] == "internal_error"
+            with monkeypatch.context() as patch:
+                patch.setattr(BidiSession, "_configure", broken_config)
+                await session.send_raw('{"type": "config", "speed": 1.1}')
+                error = await _next_error(session)
+            assert error["code"] == "internal_error" and SECRET not in str(error)
+            again = await session.collect(await session.speak("Still here."))
+            assert again.final is not None and again.final["type"] == "synthesis_complete"
+    finally:
+        server.stop()
+
+
+async def _next_error(session: SpeechSession) -> dict[str, object]:
+    while True:
+        message = getattr(await asyncio.wait_for(session.receive(), 10), "message", None)
+        if message and message.get("type") == "error":
+            return dict(message)

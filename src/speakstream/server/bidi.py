@@ -48,6 +48,11 @@ from speakstream.server.runtime import Runtime
 log = logging.getLogger("speakstream.session")
 
 
+def _bug() -> SpeakstreamError:
+    """What a client is told of a bug (its details go to the log)."""
+    return SpeakstreamError("internal error; the server log has the details")
+
+
 class SessionState(Enum):
     CONNECTING = "connecting"
     OPEN = "open"
@@ -189,6 +194,10 @@ class BidiSession:
             return await self._handle(message)
         except SpeakstreamError as exc:
             await self._error(exc, request_id)
+            return False
+        except Exception:  # a bug: the client hears of it, the session goes on
+            log.exception("session %s: a frame failed", self.id)
+            await self._error(_bug(), request_id)
             return False
 
     async def _handle(self, message: ClientMessage) -> bool:
@@ -339,8 +348,14 @@ class BidiSession:
             )
         )
         try:
-            async for out in reply.outputs():
-                await self._send_chunk(rid, out)
+            try:
+                async for out in reply.outputs():
+                    await self._send_chunk(rid, out)
+            except (SpeakstreamError, asyncio.CancelledError):
+                raise
+            except Exception as exc:  # a bug (an encoder's, say): an error for this request, not a hang
+                log.exception("session %s: request %s failed", self.id, rid)
+                raise _bug() from exc
         except SpeakstreamError as exc:
             if self._stream is reply:
                 self._stream = None
