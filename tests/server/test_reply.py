@@ -171,9 +171,12 @@ async def test_admission_refuses_a_reply_over_the_limit(scheduler: Scheduler) ->
     assert scheduler.reserved == 0
 
 
+@pytest.mark.parametrize("repeat", [1, 25])  # 25: over OFF_LOOP_CHARS, chunked in a worker thread
 @pytest.mark.parametrize("chunking", ["auto", "none", "sentences"])
-async def test_a_whole_text_chunked_off_the_loop_gives_the_streamed_chunks(scheduler: Scheduler, chunking: str) -> None:
-    text = "Thanks for waiting, I found your booking. It leaves at nine. Gate twelve, seat 14C."
+async def test_a_whole_text_chunked_off_the_loop_gives_the_streamed_chunks(
+    scheduler: Scheduler, chunking: str, repeat: int
+) -> None:
+    text = "Thanks for waiting, I found your booking. It leaves at nine. Gate twelve, seat 14C. " * repeat
     pushed = _reply(scheduler, chunking=chunking)
     pushed.push(text)
     pushed.end_input()

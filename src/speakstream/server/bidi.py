@@ -204,11 +204,10 @@ class BidiSession:
         if isinstance(message, TextMessage):
             check_text(message.text)
             reply = self._new_reply(message.request_id, message.options)
-            reply.push(message.text)
-            reply.end_input()
+            await reply.speak(message.text)
             self._enqueue(reply)
         elif isinstance(message, AppendMessage):
-            self._append(message)
+            await self._append(message)
         elif isinstance(message, FlushMessage):
             self._flush(message)
         elif isinstance(message, CancelMessage):
@@ -240,7 +239,7 @@ class BidiSession:
         self._pending.append(reply)
         self._request_ready.set()
 
-    def _append(self, message: AppendMessage) -> None:
+    async def _append(self, message: AppendMessage) -> None:
         stream = self._stream
         if stream is not None and message.request_id not in (None, stream.request_id):
             raise ProtocolError(
@@ -253,7 +252,7 @@ class BidiSession:
         if message.chunk:
             stream.push_chunk(message.text)
         else:
-            stream.push(message.text)
+            await stream.apush(message.text)
         self._stream_text_at = time.monotonic()
         if fresh:
             self._enqueue(stream)
