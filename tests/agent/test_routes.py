@@ -100,3 +100,26 @@ async def test_agent_websocket_answers_every_interrupt(agent_server: ThreadedSer
         await ws.send(json.dumps({"type": "interrupt"}))
         done = await _until(ws, "agent_done")
         assert done["interrupted"] is not None
+
+
+async def test_agent_websocket_after_its_speech_session_idled_out() -> None:
+    """The agent's in-process speech session closes after ``idle_timeout_s`` without work; the
+    next prompt is still answered (spoken, or an error), never left hanging."""
+    server = start_server(FakeEngine(seconds_per_char=0.002), routes=agent_routes(), idle_timeout_s=0.3)
+    try:
+        async with websockets.connect(server.url.replace("http", "ws") + "/agent/ws") as ws:
+            await asyncio.sleep(1.0)
+            await ws.send(json.dumps({"type": "prompt", "prompt": "Hi", "reply_id": "greeting", "tokens_per_s": 500}))
+            answer = await _until_any(ws, {"agent_done", "error"})
+            await ws.send(json.dumps({"type": "prompt", "prompt": "Hi", "reply_id": "greeting", "tokens_per_s": 500}))
+            again = await _until_any(ws, {"agent_done", "error"})
+    finally:
+        server.stop()
+    assert answer["type"] in ("agent_done", "error") and again["type"] in ("agent_done", "error")
+
+
+async def _until_any(ws: websockets.ClientConnection, kinds: set[str]) -> dict[str, object]:
+    while True:
+        frame = await asyncio.wait_for(ws.recv(), 10)
+        if isinstance(frame, str) and (message := json.loads(frame))["type"] in kinds:
+            return message  # type: ignore[no-any-return]

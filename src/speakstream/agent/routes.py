@@ -145,32 +145,42 @@ class AgentSocket:
 
     async def run(self) -> None:
         await self.ws.accept()
-        async with LoopbackChannel(self.runtime, client_of(self.ws.scope)) as channel:
-            turn: asyncio.Task[None] | None = None
-            try:
-                while True:
-                    message = await self._receive()
-                    if message.get("type") == "interrupt":
-                        await self._interrupt()
-                        continue
-                    if self._agent is not None and self._agent.running:
-                        await self._send_error(InvalidInput("a prompt is still being answered", code="busy"))
-                        continue
-                    if turn is not None:  # its last event is out; let it finish closing
-                        await asyncio.gather(turn, return_exceptions=True)
-                    try:
-                        self._agent = _agent(self.runtime, channel, self.sources, message)
-                    except SpeakstreamError as exc:
-                        await self._send_error(exc)
-                        continue
-                    turn = asyncio.create_task(self._turn(self._agent, str(message["prompt"])))
-                    await self._agent.started.wait()  # so an interrupt right after the prompt is acted on
-            except WebSocketDisconnect:
-                return
-            finally:
-                if turn is not None:
-                    turn.cancel()
+        turn: asyncio.Task[None] | None = None
+        try:
+            while True:
+                message = await self._receive()
+                if message.get("type") == "interrupt":
+                    await self._interrupt()
+                    continue
+                if self._agent is not None and self._agent.running:
+                    await self._send_error(InvalidInput("a prompt is still being answered", code="busy"))
+                    continue
+                if turn is not None:  # its last event is out; let it finish closing
                     await asyncio.gather(turn, return_exceptions=True)
+                channel = await self._start(message)
+                if channel is None or self._agent is None:
+                    continue
+                turn = asyncio.create_task(self._turn(self._agent, str(message["prompt"]), channel))
+                await self._agent.started.wait()  # so an interrupt right after the prompt is acted on
+        except WebSocketDisconnect:
+            return
+        finally:
+            if turn is not None:
+                turn.cancel()
+                await asyncio.gather(turn, return_exceptions=True)
+
+    async def _start(self, message: dict[str, Any]) -> LoopbackChannel | None:
+        """A speech session for one turn (none is held between prompts, so none can idle out
+        under the conversation) and the turn's agent; None after telling the client why not."""
+        channel = LoopbackChannel(self.runtime, client_of(self.ws.scope))
+        try:
+            self._agent = _agent(self.runtime, channel, self.sources, message)
+            await channel.__aenter__()
+        except SpeakstreamError as exc:
+            await channel.close()
+            await self._send_error(exc)
+            return None
+        return channel
 
     async def _interrupt(self) -> None:
         """Barge in; with no reply being spoken, say so (an interrupt is always answered)."""
@@ -192,7 +202,13 @@ class AgentSocket:
                 return data
             await self._send_error(InvalidInput("message must be a JSON object", code="invalid_message"))
 
-    async def _turn(self, agent: VoiceAgent, prompt: str) -> None:
+    async def _turn(self, agent: VoiceAgent, prompt: str, channel: LoopbackChannel) -> None:
+        try:
+            await self._speak_turn(agent, prompt)
+        finally:
+            await channel.close()
+
+    async def _speak_turn(self, agent: VoiceAgent, prompt: str) -> None:
         with contextlib.suppress(WebSocketDisconnect, RuntimeError):
             try:
                 async for event in agent.run(prompt):
