@@ -126,9 +126,10 @@ async def test_a_browser_opens_a_websocket_with_a_short_lived_token_not_the_key(
         assert "session_start" in await ws.recv()
     expired = issue_token(KEY.encode(), now=time.time() - 2 * TOKEN_TTL_S)
     forged = issue_token(b"another key")
-    for token in (expired, forged, issued["token"] + "0", "st1.99999999999999.00"):
-        with pytest.raises(websockets.exceptions.InvalidStatus):
+    for token in (expired, forged, issued["token"] + "0", "st1.99999999999999.00", "st1.99.%C3%A9"):
+        with pytest.raises(websockets.exceptions.InvalidStatus) as refused:
             await websockets.connect(f"{locked.ws_url}?token={token}", additional_headers=origin)
+        assert refused.value.response.status_code == 403, token  # refused, not a 500
 
 
 def test_tokens_expire_and_are_bound_to_the_key() -> None:
@@ -137,3 +138,6 @@ def test_tokens_expire_and_are_bound_to_the_key() -> None:
     assert not token_valid(token, b"k", now=1061.0)
     assert not token_valid(token, b"other", now=1000.0)
     assert not token_valid("garbage", b"k") and not token_valid("", b"k")
+    expires = token.split(".")[1]
+    assert not token_valid(f"st1.{expires}.é", b"k", now=1000.0)  # was a TypeError
+    assert not token_valid("st1.١٢٣.00", b"k", now=0.0)  # digits, but not ASCII ones

@@ -36,10 +36,11 @@ def issue_token(key: bytes, *, now: float | None = None, ttl_s: int = TOKEN_TTL_
 def token_valid(presented: str, key: bytes, *, now: float | None = None) -> bool:
     prefix, _, rest = presented.partition(".")
     expires, _, signature = rest.partition(".")
-    if prefix != _TOKEN_PREFIX or not expires.isdigit() or len(expires) > 12:
+    if prefix != _TOKEN_PREFIX or not (expires.isascii() and expires.isdigit()) or len(expires) > 12:
         return False
     fresh = int(expires) >= (time.time() if now is None else now)
-    return hmac.compare_digest(signature, _signature(key, int(expires))) and fresh
+    # bytes: compare_digest refuses str with non-ASCII characters (a TypeError, not a refusal)
+    return hmac.compare_digest(signature.encode(), _signature(key, int(expires)).encode()) and fresh
 
 
 def _signature(key: bytes, expires: int) -> str:
