@@ -34,6 +34,11 @@ class SpeakstreamError(Exception):
         return {"code": self.code, "message": self.message, "retryable": self.retryable}
 
 
+def internal_error() -> SpeakstreamError:
+    """What a client is told of a bug: that it happened, never its text (that goes to the log)."""
+    return SpeakstreamError("internal error; the server log has the details")
+
+
 class InvalidInput(SpeakstreamError):
     code = "invalid_input"
     http_status = 400

@@ -6,7 +6,6 @@ import asyncio
 import base64
 import json
 import logging
-import socket
 import time
 
 import httpx
@@ -18,6 +17,7 @@ from speakstream.audio.decode import decode
 from speakstream.client import fetch_audio, stream_events
 from speakstream.config import ServerConfig
 from speakstream.engine.fake import FakeEngine
+from speakstream.loadtest.harness import raw_http
 from speakstream.loadtest.servers import server_counts, start_server
 from speakstream.server.app import create_app
 from speakstream.server.serve import ThreadedServer
@@ -214,27 +214,11 @@ async def test_voices_and_models(fake_server: ThreadedServer) -> None:
     assert models["object"] == "list"
 
 
-async def _raw_request(
-    server: ThreadedServer, head: str, body: bytes, *, receive_buffer: int | None = None
-) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """A hand-written HTTP request on its own socket (a client that misbehaves on purpose)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    if receive_buffer:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
-    host, port = httpx.URL(server.url).host, httpx.URL(server.url).port
-    sock.setblocking(False)
-    await asyncio.get_running_loop().sock_connect(sock, (host, port))
-    reader, writer = await asyncio.open_connection(sock=sock)
-    writer.write(head.encode() + b"\r\n" + body)
-    await writer.drain()
-    return reader, writer
-
-
 async def test_a_body_that_never_arrives_is_refused_with_408() -> None:
     server = start_server(FakeEngine(), body_timeout_s=0.3)
     try:
         head = "POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n"
-        reader, writer = await _raw_request(server, head, b'{"text": "He')
+        reader, writer = await raw_http(server.port, head, b'{"text": "He')
         status = await asyncio.wait_for(reader.readline(), 10)
         assert status.startswith(b"HTTP/1.1 408")
         writer.close()
@@ -251,7 +235,7 @@ async def test_a_client_that_stops_reading_is_dropped_and_frees_its_slots(caplog
         body = json.dumps({"text": "Long enough to fill every buffer on the way. " * 200}).encode()
         head = f"POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
         head += "\r\n"
-        _, writer = await _raw_request(server, head, body, receive_buffer=4096)
+        _, writer = await raw_http(server.port, head, body, receive_buffer=4096)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 20
         while "read nothing" not in caplog.text and loop.time() < deadline:  # never read: the server lets go

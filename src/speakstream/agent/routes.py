@@ -27,7 +27,7 @@ from speakstream.agent.events import AgentEvent, AudioChunkEvent
 from speakstream.agent.sources import LlamaCppServer, OpenAISource, ReplaySource, TextSource
 from speakstream.agent.voice_agent import MODES, VoiceAgent
 from speakstream.data import replies
-from speakstream.errors import InvalidInput, SpeakstreamError
+from speakstream.errors import InvalidInput, SpeakstreamError, internal_error
 from speakstream.protocol import Options, sse_event
 from speakstream.server.http import error_response, json_body, require_json, runtime_of, streaming
 from speakstream.server.loopback import LoopbackChannel
@@ -36,7 +36,6 @@ from speakstream.server.security import client_of
 
 SourceFactory = Callable[[dict[str, Any]], TextSource]
 log = logging.getLogger("speakstream.agent")
-_BUG = SpeakstreamError("internal error in the agent; the server log has the details")
 
 MAX_PROMPT_CHARS = 8_000
 MAX_REPLY_CHARS = 20_000
@@ -133,7 +132,7 @@ async def _sse(channel: LoopbackChannel, agent: VoiceAgent, prompt: str) -> Asyn
                 yield sse_event(event.type, _event_json(event))
         except Exception:  # a bug must end the stream with an error event, never silence
             log.exception("agent turn failed")
-            yield sse_event("error", {"type": "error", **_BUG.to_dict()})
+            yield sse_event("error", {"type": "error", **internal_error().to_dict()})
 
 
 class AgentSocket:
@@ -220,7 +219,7 @@ class AgentSocket:
                 raise
             except Exception:  # a bug must become an error message, never silence
                 log.exception("agent turn failed")
-                await self._send_error(_BUG)
+                await self._send_error(internal_error())
 
     async def _send_error(self, exc: SpeakstreamError) -> None:
         self.runtime.error(exc)

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -22,7 +23,7 @@ import websockets
 
 from speakstream.bench.stats import summary
 from speakstream.data import replies
-from speakstream.loadtest.harness import ServerProcess
+from speakstream.loadtest.harness import ServerProcess, raw_http
 
 GOOD_ADDRESS = "127.0.0.2"
 GOOD_TEXT = "Thanks for waiting, I found your booking. Your flight leaves at nine forty."
@@ -98,10 +99,7 @@ async def _until(stop: asyncio.Event, work: Callable[[], Awaitable[object]], loo
 
 
 def _counts(values: list[Any]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for value in values:
-        counts[str(value)] = counts.get(str(value), 0) + 1
-    return dict(sorted(counts.items()))
+    return dict(sorted(Counter(map(str, values)).items()))
 
 
 async def hostile_texts(server: ServerProcess, stop: asyncio.Event) -> Outcome:
@@ -159,25 +157,11 @@ async def _hold(stop: asyncio.Event, at_least_s: float, done: asyncio.Event | No
         done.set()
 
 
-async def _raw(server: ServerProcess, head: str, body: bytes, receive_buffer: int | None = None) -> Any:
-    import socket
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    if receive_buffer:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
-    sock.setblocking(False)
-    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", server.port))
-    reader, writer = await asyncio.open_connection(sock=sock)
-    writer.write(head.encode() + b"\r\n" + body)
-    await writer.drain()
-    return reader, writer
-
-
 async def never_reading(server: ServerProcess, stop: asyncio.Event, count: int = 10) -> Outcome:
     """HTTP clients that ask for a long reply and never read it."""
     body = json.dumps({"text": LONG_TEXT * 6}).encode()
     head = f"POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-    pairs = [await _raw(server, head, body, receive_buffer=4096) for _ in range(count)]
+    pairs = [await raw_http(server.port, head, body, receive_buffer=4096) for _ in range(count)]
     await _hold(stop, float(LIMITS["SPEAKSTREAM_SEND_TIMEOUT_S"]) + 2)
     answers = []
     for reader, writer in pairs:  # dropped: a 200 whose stream ends before the chunked body's end
@@ -198,7 +182,7 @@ async def never_reading(server: ServerProcess, stop: asyncio.Event, count: int =
 async def slow_bodies(server: ServerProcess, stop: asyncio.Event, count: int = 20) -> Outcome:
     """Bodies that never finish arriving (a byte at a time, slowloris)."""
     head = "POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n"
-    pairs = [await _raw(server, head, b'{"text": "') for _ in range(count)]
+    pairs = [await raw_http(server.port, head, b'{"text": "') for _ in range(count)]
 
     async def drip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str:
         while not holding.is_set():
@@ -211,13 +195,15 @@ async def slow_bodies(server: ServerProcess, stop: asyncio.Event, count: int = 2
         return "still open"
 
     holding = asyncio.Event()
-    statuses = await asyncio.gather(
-        *(drip(r, w) for r, w in pairs), _hold(stop, float(LIMITS["SPEAKSTREAM_BODY_TIMEOUT_S"]) + 2, holding)
-    )
-    statuses = statuses[:-1]
-    for _, writer in pairs:
-        writer.close()
-    return {"senders": count, "answers": _counts(list(statuses))}
+    hold = asyncio.create_task(_hold(stop, float(LIMITS["SPEAKSTREAM_BODY_TIMEOUT_S"]) + 2, holding))
+    try:
+        statuses = await asyncio.gather(*(drip(r, w) for r, w in pairs))  # until ``holding`` is set
+    finally:
+        hold.cancel()
+        await asyncio.gather(hold, return_exceptions=True)
+        for _, writer in pairs:
+            writer.close()
+    return {"senders": count, "answers": _counts(statuses)}
 
 
 async def handshake_flood(server: ServerProcess, stop: asyncio.Event, count: int = 150) -> Outcome:

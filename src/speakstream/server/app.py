@@ -15,7 +15,7 @@ from starlette.websockets import WebSocket
 
 from speakstream.config import ServerConfig
 from speakstream.engine.base import Engine
-from speakstream.errors import SpeakstreamError
+from speakstream.errors import internal_error
 from speakstream.server import http, openai
 from speakstream.server.bidi import BidiSession
 from speakstream.server.runtime import EngineFactory, Runtime
@@ -38,7 +38,7 @@ def default_engine_factory(config: ServerConfig) -> EngineFactory:
 async def _internal_error(request: Request, exc: Exception) -> Response:
     """A bug in a route: the client gets a JSON 500 it can read (no library text), the log the
     traceback (Starlette logs it after this answer)."""
-    return http.error_response(SpeakstreamError("internal error; the server log has the details"))
+    return http.error_response(internal_error())
 
 
 async def bidi_endpoint(websocket: WebSocket) -> None:

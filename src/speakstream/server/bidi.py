@@ -21,7 +21,7 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from speakstream.engine.base import check_text
-from speakstream.errors import InvalidInput, Overloaded, ProtocolError, SpeakstreamError
+from speakstream.errors import InvalidInput, Overloaded, ProtocolError, SpeakstreamError, internal_error
 from speakstream.protocol import (
     AppendMessage,
     CancelMessage,
@@ -46,11 +46,6 @@ from speakstream.server.reply import ChunkOut, Reply, validate
 from speakstream.server.runtime import Runtime
 
 log = logging.getLogger("speakstream.session")
-
-
-def _bug() -> SpeakstreamError:
-    """What a client is told of a bug (its details go to the log)."""
-    return SpeakstreamError("internal error; the server log has the details")
 
 
 class SessionState(Enum):
@@ -197,7 +192,7 @@ class BidiSession:
             return False
         except Exception:  # a bug: the client hears of it, the session goes on
             log.exception("session %s: a frame failed", self.id)
-            await self._error(_bug(), request_id)
+            await self._error(internal_error(), request_id)
             return False
 
     async def _handle(self, message: ClientMessage) -> bool:
@@ -354,7 +349,7 @@ class BidiSession:
                 raise
             except Exception as exc:  # a bug (an encoder's, say): an error for this request, not a hang
                 log.exception("session %s: request %s failed", self.id, rid)
-                raise _bug() from exc
+                raise internal_error() from exc
         except SpeakstreamError as exc:
             if self._stream is reply:
                 self._stream = None

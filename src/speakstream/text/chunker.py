@@ -17,7 +17,7 @@ import re
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 
-from speakstream.text.segment import next_boundary
+from speakstream.text.segment import next_boundary, next_non_space
 
 # Latin clause marks count when a space follows ("3,5" and "10:30" are not clauses); CJK marks
 # have no space after them.
@@ -167,7 +167,7 @@ class IncrementalSentenceChunker:
         return chunks
 
     def _lead(self) -> int:
-        self._lead_at = _skip_spaces(self._buf, max(self._lead_at, self._base))
+        self._lead_at = next_non_space(self._buf, max(self._lead_at, self._base))
         return self._lead_at
 
     def _stripped_len(self, start: int, stop: int) -> int:
@@ -182,7 +182,7 @@ class IncrementalSentenceChunker:
         a cut is never scanned again."""
         if self._boundary is not None:
             return self._boundary, self._boundary
-        self._origin = _skip_spaces(self._buf, self._origin)
+        self._origin = next_non_space(self._buf, self._origin)
         end, resume = next_boundary(self._buf, self._origin, self._scan, final=final)
         self._scan = resume
         self._boundary = end
@@ -215,7 +215,7 @@ class IncrementalSentenceChunker:
         if self._stripped_len(lead, end) > limit:
             return self._emit(self._over_limit_cut(lead, limit))
         tiny = len(self._buf[self._sentence : end].strip()) < self.policy.min_chunk_chars
-        last = final and _skip_spaces(self._buf, end) == len(self._buf)
+        last = final and next_non_space(self._buf, end) == len(self._buf)
         if self._index > 0 and tiny and not last:
             self._next_sentence(end)  # hold it and merge it with the next sentence
             return ""
@@ -309,12 +309,6 @@ class IncrementalSentenceChunker:
         self._scan -= shift
         if self._boundary is not None:
             self._boundary -= shift
-
-
-def _skip_spaces(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos].isspace():
-        pos += 1
-    return pos
 
 
 def _inside_quote(text: str) -> bool:

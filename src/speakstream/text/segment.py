@@ -50,7 +50,7 @@ def split_sentences(text: str) -> list[Span]:
     spans: list[Span] = []
     start = scan = 0
     while True:
-        end, scan = next_boundary(text, _next_non_space(text, start), scan, final=True)
+        end, scan = next_boundary(text, next_non_space(text, start), scan, final=True)
         if end is None:
             break
         _append_span(spans, text, start, end)
@@ -111,7 +111,7 @@ def decide(text: str, start: int, index: int, *, final: bool) -> tuple[Decision,
         if any(c in _NO_SPACE_TERMINATORS for c in cluster):
             return Decision.BOUNDARY, end
         return Decision.CONTINUE, end
-    following = _next_non_space(text, end, limit=_MAX_GAP)
+    following = next_non_space(text, end, limit=_MAX_GAP)
     if following == len(text):
         return (Decision.BOUNDARY if final else Decision.UNDECIDED), end
     if _continues(text, start, index, cluster, text[following]):
@@ -132,7 +132,7 @@ def _spaced_closer(text: str, end: int) -> int:
 def _decide_newline(text: str, start: int, index: int, *, final: bool) -> tuple[Decision, int]:
     if index < start:  # ``start`` is the sentence's first non-space character
         return Decision.CONTINUE, index + 1
-    following = _next_non_space(text, index + 1, newlines=False, limit=_MAX_GAP)
+    following = next_non_space(text, index + 1, newlines=False, limit=_MAX_GAP)
     if following == len(text):
         return (Decision.BOUNDARY if final else Decision.UNDECIDED), index
     nxt = text[following]
@@ -141,7 +141,7 @@ def _decide_newline(text: str, start: int, index: int, *, final: bool) -> tuple[
     return Decision.CONTINUE, index + 1
 
 
-def _next_non_space(text: str, pos: int, *, newlines: bool = True, limit: int | None = None) -> int:
+def next_non_space(text: str, pos: int, *, newlines: bool = True, limit: int | None = None) -> int:
     """The next non-space (or newline, unless ``newlines``); at most ``limit`` characters on,
     where a blank one then means a long gap."""
     stop = len(text) if limit is None else min(len(text), pos + limit)
