@@ -68,6 +68,9 @@ class ServerConfig:
     first_chunk_priority: bool = True
     audio_frame_bytes: int = 16_384
     voice: str = "af_heart"
+    voice_map: tuple[str, ...] = ()
+    """Voice ids of other services as ours, ``their_id=our_voice`` (the ElevenLabs and Cartesia
+    dialects): a deployment keeps its clients' ids. Our own voice names work as ids without it."""
     speed: float = 1.0
     format: str = "pcm"
     grace_s: float = 5.0
@@ -100,6 +103,14 @@ class ServerConfig:
             f"refusing to serve on {self.host} without an API key: anyone who can reach it could use it. "
             "Set SPEAKSTREAM_API_KEY or --api-key-file, or pass --insecure if that is what you want."
         )
+
+    def mapped_voice(self, voice_id: str) -> str:
+        """The voice a dialect's ``voice_id`` names (through ``voice_map``, else itself)."""
+        for pair in self.voice_map:
+            theirs, _, ours = pair.partition("=")
+            if theirs.strip() == voice_id and ours.strip():
+                return ours.strip()
+        return voice_id
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(

@@ -20,7 +20,8 @@ from speakstream.types import float_to_pcm16
 
 
 class RawEncoder:
-    """PCM s16le, optionally behind a streaming WAV header, or G.711 mu-law bytes."""
+    """PCM s16le, optionally behind a streaming WAV header, float32 little-endian PCM (``f32``),
+    or G.711 mu-law bytes."""
 
     def __init__(self, *, kind: str, in_rate: int, out_rate: int) -> None:
         self.kind = kind
@@ -38,7 +39,10 @@ class RawEncoder:
         return self._take(self._resampler.flush())
 
     def _take(self, samples: NDArray[np.float32]) -> bytes:
-        data = mulaw_encode(samples) if self.kind == "mulaw" else float_to_pcm16(samples)
+        if self.kind == "f32":
+            data = np.clip(samples, -1.0, 1.0).astype("<f4").tobytes()
+        else:
+            data = mulaw_encode(samples) if self.kind == "mulaw" else float_to_pcm16(samples)
         header, self._header = self._header, b""
         return header + data
 

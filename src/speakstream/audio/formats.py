@@ -47,6 +47,7 @@ FORMATS: dict[str, AudioFormat] = {
     f.name: f
     for f in (
         AudioFormat("pcm", "audio/pcm", "pcm"),
+        AudioFormat("f32", "audio/pcm;encoding=float;bits=32", "f32"),
         AudioFormat("wav", "audio/wav", "wav"),
         AudioFormat("mulaw", "audio/basic", "ulaw", default_rate=8_000),
         AudioFormat("mp3", "audio/mpeg", "mp3", container="mp3", codec="libmp3lame", default_bitrate=48_000),

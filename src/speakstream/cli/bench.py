@@ -16,7 +16,7 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "experiments",
         nargs="*",
-        help="engine streaming accuracy languages text isolated agent stalls formats concurrency peers",
+        help="engine streaming accuracy languages text isolated agent stalls formats concurrency peers dialects",
     )
     parser.add_argument("--quick", action="store_true", help="fewer trials and smaller inputs (minutes)")
     parser.add_argument("--out", type=Path, default=Path("bench-out"))

@@ -18,6 +18,7 @@ from speakstream.engine.base import Engine
 from speakstream.errors import internal_error
 from speakstream.server import http, openai
 from speakstream.server.bidi import BidiSession
+from speakstream.server.dialects import cartesia, elevenlabs
 from speakstream.server.runtime import EngineFactory, Runtime
 from speakstream.server.security import SecurityMiddleware, client_of
 
@@ -71,6 +72,8 @@ def create_app(
         Route("/v1/models", openai.models),
         Route("/metrics", http.metrics),
         Route("/v1/session-token", http.session_token, methods=["POST"]),
+        *elevenlabs.routes(),
+        *cartesia.routes(),
         *extra_routes,
     ]
     middleware = []  # CORS outermost: it answers preflights, which carry no API key
@@ -80,7 +83,7 @@ def create_app(
                 CORSMiddleware,
                 allow_origins=list(config.cors_origins),
                 allow_methods=["GET", "POST", "OPTIONS"],
-                allow_headers=["Authorization", "Content-Type", "Accept"],
+                allow_headers=["Authorization", "Content-Type", "Accept", "xi-api-key", "X-API-Key"],
                 expose_headers=["X-Request-Id"],
             )
         )

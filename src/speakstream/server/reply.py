@@ -57,7 +57,10 @@ class ChunkOut:
     words: tuple[WordTimestamp, ...]
     """Word times from the start of the reply."""
     chunk_duration_s: float = 0.0
-    """The whole chunk's audio (on a chunk's first piece)."""
+    """The whole chunk's audio (on a chunk's first piece), from the model's durations: an upper
+    bound, as the engine trims the chunk's trailing silence while it decodes."""
+    ends_chunk: bool = False
+    """The chunk's last piece."""
 
     @property
     def starts_chunk(self) -> bool:
@@ -173,6 +176,11 @@ class Reply:
         self._take(text)
         self._queue_texts([*self._chunker.cut(), *([text.strip()] if text.strip() else [])])
 
+    @property
+    def chunks_queued(self) -> int:
+        """Chunks cut so far: those handed to the engine and those waiting for their turn."""
+        return len(self.texts) + len(self._texts)
+
     def _take(self, text: str) -> None:
         if self._ended:
             raise InvalidInput(f"request {self.request_id} already ended its input", code="request_closed")
@@ -286,6 +294,7 @@ class Reply:
             piece.duration_s,
             tuple(w.shifted(chunk_start) for w in piece.words),
             piece.chunk_duration_s if first else 0.0,
+            piece.last,
         )
 
     async def _off_loop(self, encode: Callable[[], bytes]) -> bytes:

@@ -1,8 +1,10 @@
 """API-key authentication and WebSocket origin checks, as one pure ASGI middleware.
 
 With a key configured, every HTTP route but ``/ping`` and the web page needs
-``Authorization: Bearer <key>`` (``/metrics`` too, unless ``protect_metrics`` is off); a WebSocket
-handshake needs the same header or a ``token`` query parameter: a short-lived token from
+``Authorization: Bearer <key>`` (``/metrics`` too, unless ``protect_metrics`` is off), or the key in
+the header the ElevenLabs and Cartesia clients use (``xi-api-key``, ``X-API-Key``); a WebSocket
+handshake needs one of those headers or a ``token`` query parameter (``api_key`` and ``xi_api_key``
+are read the same way): a short-lived token from
 ``POST /v1/session-token`` (what a browser, which cannot set headers on a WebSocket, should use,
 so the key never sits in a URL), or the key itself (older clients). Keys are compared in constant
 time and never logged. A browser's WebSocket (it sends ``Origin``) must come from the server's
@@ -23,6 +25,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from speakstream.config import ServerConfig
 
 OPEN_PATHS = ("/ping",)
+KEY_HEADERS = (b"xi-api-key", b"x-api-key")
+"""Where the ElevenLabs and Cartesia clients put their key: the same key as ``Authorization``."""
 TOKEN_TTL_S = 60
 _TOKEN_PREFIX = "st1"
 
@@ -87,9 +91,11 @@ class SecurityMiddleware:
         for name, value in scope.get("headers", []):
             if name == b"authorization" and value[:7].lower() == b"bearer ":
                 presented = value[7:].strip()
+            elif name in KEY_HEADERS and not presented:
+                presented = value.strip()
         if not presented and scope["type"] == "websocket":
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            token = (query.get("token") or query.get("api_key") or [""])[0]
+            token = (query.get("token") or query.get("api_key") or query.get("xi_api_key") or [""])[0]
             if token_valid(token, self.key):
                 return True
             presented = token.encode()

@@ -9,6 +9,7 @@ from speakstream.bench.experiments import (
     accuracy,
     agent,
     concurrency,
+    dialects,
     engine,
     formats,
     isolated,
@@ -21,5 +22,18 @@ from speakstream.bench.experiments import (
 
 EXPERIMENTS: dict[str, ModuleType] = {
     m.NAME: m
-    for m in (engine, streaming, accuracy, languages, text, isolated, agent, stalls, formats, concurrency, peers)
+    for m in (
+        engine,
+        streaming,
+        accuracy,
+        languages,
+        text,
+        isolated,
+        agent,
+        stalls,
+        formats,
+        concurrency,
+        peers,
+        dialects,
+    )
 }

@@ -1,0 +1,79 @@
+"""Character timings (ElevenLabs' ``alignment``) from the model's word timings.
+
+Kokoro's durations time each word; a word's characters share its span evenly, and what lies
+between two words (spaces, punctuation) shares the gap between them. The characters cover the
+chunk's audio: they are in order and the last ends at the chunk's end, so a client that
+keeps its clock by adding each message's span stays in step with the audio.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from speakstream.types import WordTimestamp
+
+
+@dataclass(frozen=True, slots=True)
+class CharTimes:
+    chars: list[str]
+    starts_ms: list[int]
+    durations_ms: list[int]
+
+    def shifted(self, offset_ms: int) -> CharTimes:
+        return CharTimes(self.chars, [s + offset_ms for s in self.starts_ms], self.durations_ms)
+
+
+def char_times(text: str, words: Sequence[WordTimestamp], duration_s: float) -> CharTimes:
+    """Times of each character of ``text``, whose ``words`` start at 0 and whose audio lasts
+    ``duration_s``. Words not found in the text (normalised numbers, say) leave their span to
+    the characters around them."""
+    bounds = [0.0] * (len(text) + 1)
+    known = [False] * (len(text) + 1)
+    known[0] = known[-1] = True
+    bounds[-1] = duration_s
+    at = 0
+    for word in words:
+        found = text.find(word.word, at) if word.word else -1
+        if found < 0:
+            continue
+        end = found + len(word.word)
+        for i in range(found, min(end, len(text) - 1) + 1):  # evenly across the word; the end is the audio's
+            bounds[i] = word.start_s + (word.end_s - word.start_s) * (i - found) / max(1, end - found)
+            known[i] = True
+        at = end
+    _fill_gaps(bounds, known)
+    ms = [round(b * 1000) for b in _monotone(bounds)]
+    return CharTimes(list(text), ms[:-1], [b - a for a, b in itertools.pairwise(ms)])
+
+
+def _fill_gaps(bounds: list[float], known: list[bool]) -> None:
+    """Unknown boundaries share the span between the known ones around them evenly."""
+    last = 0
+    for i in range(1, len(bounds)):
+        if known[i]:
+            for j in range(last + 1, i):
+                bounds[j] = bounds[last] + (bounds[i] - bounds[last]) * (j - last) / (i - last)
+            last = i
+
+
+def _monotone(bounds: list[float]) -> list[float]:
+    out, high = [], 0.0
+    for b in bounds[:-1]:
+        high = min(max(high, b), bounds[-1])
+        out.append(high)
+    return [*out, bounds[-1]]
+
+
+def text_words(text: str, words: Sequence[WordTimestamp], duration_s: float) -> list[WordTimestamp]:
+    """The text's own whitespace-separated words (punctuation attached, as the services send
+    them), timed by their characters: what a client can match against the text it sent."""
+    times = char_times(text, words, duration_s)
+    out = []
+    for match in re.finditer(r"\S+", text):
+        first, last = match.start(), match.end() - 1
+        end_ms = times.starts_ms[last] + times.durations_ms[last]
+        out.append(WordTimestamp(match.group(), times.starts_ms[first] / 1000, end_ms / 1000))
+    return out

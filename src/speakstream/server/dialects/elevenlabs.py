@@ -1,0 +1,325 @@
+"""ElevenLabs' wire protocol: the WebSockets ``/v1/text-to-speech/{voice_id}/stream-input`` and
+``multi-stream-input``, and the HTTP ``POST /v1/text-to-speech/{voice_id}[/stream][/with-timestamps]``.
+
+What pipecat's ``ElevenLabsTTSService`` / ``ElevenLabsHttpTTSService`` and LiveKit's
+``elevenlabs.TTS`` send and read:
+
+- Query: ``output_format`` (``pcm_<rate>``, ``mp3_<rate>_<kbps>``, ``opus_48000_<kbps>``,
+  ``ulaw_8000``), ``inactivity_timeout`` (s, default 20), ``auto_mode`` (each text message is
+  complete: spoken as one chunk), ``sync_alignment``, ``language_code``; ``model_id`` and the
+  rest are accepted and ignored (there is one model).
+- Client: ``{"text": " ", "voice_settings": {...}}`` opens a context, ``{"text": ...}`` adds text,
+  ``"flush": true`` speaks what is held, ``{"text": ""}`` ends the input (single stream) or keeps
+  a context alive (multi), ``close_context`` (ends the input; a second one while the context
+  still speaks stops it at once: pipecat's interruption), ``close_socket``.
+- Server: ``{"audio": <base64>, "alignment": {...}, "normalizedAlignment": {...}, "contextId"}``,
+  then ``{"isFinal": true, "contextId"}`` when a context's audio is all out; errors are
+  ``{"error": <code>, "message": ..., "contextId"}``.
+
+A chunk's alignment rides on its last audio message, when the chunk's real length is known (the
+engine trims trailing silence as it decodes), so the characters end exactly with the audio. Its
+times start at 0, as ElevenLabs sends them (pipecat adds each alignment's span to its clock);
+with ``sync_alignment=true`` (what LiveKit asks for; it reads the times as the context's own)
+they count from the start of the context.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncGenerator
+from dataclasses import replace
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+from speakstream.engine.base import check_text
+from speakstream.errors import InvalidInput, ProtocolError, SpeakstreamError
+from speakstream.protocol import Options
+from speakstream.server.contexts import Context, ContextSocket
+from speakstream.server.dialects.alignment import CharTimes, char_times
+from speakstream.server.http import error_response, json_body, runtime_of, sse_parts, streaming
+from speakstream.server.reply import ChunkOut, Reply, check_readable, validate
+from speakstream.server.runtime import Runtime
+from speakstream.server.security import client_of
+
+DEFAULT_FORMAT = "mp3_44100_128"
+DEFAULT_INACTIVITY_S = 20.0
+_TIME_KEYS = ("character_start_times_seconds", "character_end_times_seconds")
+_CODECS = {"pcm": "pcm", "mp3": "mp3", "opus": "opus", "ulaw": "mulaw"}
+
+
+def output_format(value: str) -> tuple[str, int, int | None]:
+    """``pcm_24000`` -> (format, rate, bitrate): one of ElevenLabs' output formats we make."""
+    codec, _, rest = value.partition("_")
+    rate, _, kbps = rest.partition("_")
+    if codec not in _CODECS or not rate.isdigit() or (kbps and not kbps.isdigit()):
+        raise InvalidInput(
+            f"output_format {value[:32]!r} is not one we make: pcm_<rate>, mp3_<rate>_<kbps>, "
+            "opus_48000_<kbps> or ulaw_8000",
+            code="invalid_output_format",
+        )
+    return _CODECS[codec], int(rate), int(kbps) * 1000 if kbps else None
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("true", "1", "yes")
+
+
+def _speed(voice_settings: object) -> float | None:
+    if not isinstance(voice_settings, dict) or voice_settings.get("speed") is None:
+        return None
+    speed = voice_settings["speed"]
+    if isinstance(speed, bool) or not isinstance(speed, int | float):
+        raise ProtocolError("voice_settings.speed must be a number", code="invalid_speed")
+    return float(speed)
+
+
+class ElevenLabsSocket(ContextSocket):
+    transport = "elevenlabs"
+
+    def __init__(self, websocket: WebSocket, runtime: Runtime, client: str, *, multi: bool) -> None:
+        super().__init__(websocket, runtime, client)
+        self.multi = multi
+        self.voice = runtime.config.mapped_voice(websocket.path_params.get("voice_id", ""))
+        self.alignment_cumulative = False
+        self.auto_mode = False
+        self._format: tuple[str, int, int | None] = ("mp3", 44_100, 128_000)
+        self._language: str | None = None
+
+    async def start(self) -> None:
+        query = self.ws.query_params
+        self._format = output_format(query.get("output_format") or DEFAULT_FORMAT)
+        self.auto_mode = _flag(query.get("auto_mode"))
+        self.alignment_cumulative = _flag(query.get("sync_alignment"))
+        self._language = query.get("language_code") or None
+        timeout = query.get("inactivity_timeout")
+        if timeout is not None and not timeout.isdigit():
+            raise InvalidInput("inactivity_timeout must be whole seconds", code="invalid_inactivity_timeout")
+        self.inactivity_s = min(float(timeout or DEFAULT_INACTIVITY_S), self.config.idle_timeout_s) or 1.0
+        self.open_options({})  # a bad voice or format is refused at the handshake, as ElevenLabs does
+
+    def open_options(self, message: dict[str, Any]) -> tuple[Options, int | None]:
+        fmt, rate, bitrate = self._format
+        options = Options(
+            voice=self.voice,
+            speed=_speed(message.get("voice_settings")),
+            format=fmt,
+            sample_rate=rate,
+            language=self._language,
+        )
+        validate(self.rt.require_scheduler(), replace(self.rt.settings(options), bitrate=bitrate))
+        return options, bitrate
+
+    async def handle(self, message: dict[str, Any]) -> bool:
+        if message.get("close_socket") is True:
+            return True
+        cid = message.get("context_id", "") if self.multi else ""
+        if not isinstance(cid, str) or len(cid) > 256:
+            raise ProtocolError("context_id must be a string of up to 256 characters", code="invalid_context_id")
+        text = message.get("text")
+        if text is not None and not isinstance(text, str):
+            raise ProtocolError("text must be a string", code="invalid_text")
+        ctx = self.contexts.get(cid)
+        if message.get("close_context") is True:
+            await self._close_context(ctx)
+            return False
+        if ctx is None:
+            if not text and not message.get("flush"):
+                return False  # a keepalive
+            options, bitrate = self.open_options(message)
+            ctx = self.open(cid, options, bitrate=bitrate)
+        if text == "" and not self.multi:  # the end of the input
+            self.end(ctx)
+            return True
+        if text and text.strip():  # (the opening " " has nothing to speak)
+            await self.text(ctx, text, whole=self.auto_mode)
+        if message.get("flush") is True or message.get("try_trigger_generation") is True:
+            self.flush(ctx)
+        return False
+
+    async def _close_context(self, ctx: Context | None) -> None:
+        """The first ``close_context`` ends the input (what is held is spoken, then ``isFinal``);
+        a second one, while the context still speaks, stops it at once: that is how pipecat
+        interrupts a reply whose text was all sent."""
+        if ctx is None:
+            return  # (a context that has finished needs nothing)
+        if not ctx.ended:
+            self.end(ctx)
+            return
+        await self.cancel(ctx)
+        await self.send(self.done_messages(ctx)[0], ctx)
+
+    def chunk_messages(self, ctx: Context, out: ChunkOut) -> list[str | bytes]:
+        """The piece's audio; a chunk's last piece also carries the chunk's alignment, timed on
+        its real length (see ``Context.finished``)."""
+        parts = sse_parts(out.data, self.config.audio_frame_bytes) if out.data else [(0, b"")]
+        messages: list[dict[str, Any]] = [
+            {"audio": base64.b64encode(part).decode("ascii")} if part else {} for _, part in parts
+        ]
+        if ctx.finished is not None:
+            alignment = self._alignment(ctx, *ctx.finished)
+            messages[-1]["alignment"] = messages[-1]["normalizedAlignment"] = alignment
+        return [json.dumps(self._tag({**m, "isFinal": False}, ctx)) for m in messages if m]
+
+    def _alignment(self, ctx: Context, first: ChunkOut, duration_s: float) -> dict[str, list[Any]]:
+        text = (" " if ctx.chunks > 1 else "") + first.text  # chunks after the first: a word break
+        times = char_times(text, [w.shifted(-first.offset_s) for w in first.words], duration_s)
+        if self.alignment_cumulative:
+            times = times.shifted(round(first.offset_s * 1000))
+        return _ws_alignment(times)
+
+    def done_messages(self, ctx: Context) -> list[str]:
+        return [json.dumps(self._tag({"isFinal": True}, ctx))]
+
+    def error_message(self, exc: SpeakstreamError, context_id: str | None) -> str:
+        message: dict[str, Any] = {"error": exc.code, "message": exc.message}
+        if self.multi and context_id is not None:
+            message["contextId"] = context_id
+        return json.dumps(message)
+
+    def _tag(self, message: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        if self.multi:
+            message["contextId"] = ctx.id
+        return message
+
+
+def _ws_alignment(times: CharTimes) -> dict[str, list[Any]]:
+    return {"chars": times.chars, "charStartTimesMs": times.starts_ms, "charDurationsMs": times.durations_ms}
+
+
+async def stream_input(websocket: WebSocket) -> None:
+    await ElevenLabsSocket(websocket, websocket.app.state.runtime, client_of(websocket.scope), multi=False).run()
+
+
+async def multi_stream_input(websocket: WebSocket) -> None:
+    await ElevenLabsSocket(websocket, websocket.app.state.runtime, client_of(websocket.scope), multi=True).run()
+
+
+# HTTP
+
+
+async def speech(request: Request) -> Response:
+    """``/v1/text-to-speech/{voice_id}`` and ``/stream``: the audio, streamed as it is made."""
+    runtime = runtime_of(request)
+    try:
+        reply = await _reply(request, runtime)
+        reply.admit()
+    except SpeakstreamError as exc:
+        return _error_response(exc, runtime)
+    runtime.metrics.requests.labels("elevenlabs").inc()
+    return streaming(_audio(reply, runtime), runtime, media_type=reply.fmt.mime_type)
+
+
+async def speech_with_timestamps(request: Request) -> Response:
+    """``.../with-timestamps``: JSON objects, one per line, with base64 audio and the characters'
+    times from the start of the reply (``/stream/with-timestamps``), or one object for it all."""
+    runtime = runtime_of(request)
+    try:
+        reply = await _reply(request, runtime)
+        reply.admit()
+    except SpeakstreamError as exc:
+        return _error_response(exc, runtime)
+    runtime.metrics.requests.labels("elevenlabs").inc()
+    if request.url.path.rstrip("/").endswith("/stream/with-timestamps"):
+        return streaming(_timed_lines(reply, runtime), runtime, media_type="application/x-ndjson")
+    return await _timed_whole(reply, runtime)
+
+
+async def _reply(request: Request, runtime: Runtime) -> Reply:
+    data = await json_body(request, runtime.config.max_text_chars * 4 + 4096)
+    text = check_text(data.get("text"))
+    fmt, rate, bitrate = output_format(request.query_params.get("output_format") or DEFAULT_FORMAT)
+    language = data.get("language_code")
+    options = Options(
+        voice=runtime.config.mapped_voice(request.path_params["voice_id"]),
+        speed=_speed(data.get("voice_settings")),
+        format=fmt,
+        sample_rate=rate,
+        language=language if isinstance(language, str) and language else None,
+    )
+    settings = replace(runtime.settings(options), bitrate=bitrate)
+    check_readable(runtime.require_scheduler(), settings, text)
+    reply = runtime.reply(runtime.new_id("elevenlabs"), None, settings, client_of(request.scope))
+    await reply.speak(text)
+    return reply
+
+
+async def _audio(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, None]:
+    try:
+        async for out in reply.outputs():
+            if out.data:
+                yield out.data
+    except SpeakstreamError as exc:  # after the first byte, an error can only end the stream
+        runtime.error(exc)
+
+
+async def _timed_lines(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, None]:
+    chunks, first = 0, None
+    try:
+        async for out in reply.outputs():
+            if out.starts_chunk:
+                chunks, first = chunks + 1, out
+            message: dict[str, Any] = {"audio_base64": base64.b64encode(out.data).decode("ascii")}
+            if out.ends_chunk and first is not None:
+                length = out.offset_s + out.duration_s - first.offset_s
+                message["alignment"] = message["normalized_alignment"] = _http_alignment(first, length, chunks > 1)
+            if out.data or "alignment" in message:
+                yield (json.dumps(message) + "\n").encode()
+    except SpeakstreamError as exc:
+        runtime.error(exc)
+        yield (json.dumps({"error": exc.code, "message": exc.message}) + "\n").encode()
+
+
+async def _timed_whole(reply: Reply, runtime: Runtime) -> Response:
+    audio = bytearray()
+    alignment: dict[str, list[Any]] = {k: [] for k in ("characters", *_TIME_KEYS)}
+    chunks, first = 0, None
+    try:
+        async for out in reply.outputs():
+            audio += out.data
+            if out.starts_chunk:
+                chunks, first = chunks + 1, out
+            if out.ends_chunk and first is not None:
+                length = out.offset_s + out.duration_s - first.offset_s
+                for key, values in _http_alignment(first, length, chunks > 1).items():
+                    alignment[key] += values
+    except SpeakstreamError as exc:
+        return _error_response(exc, runtime)
+    body = {"audio_base64": base64.b64encode(bytes(audio)).decode("ascii"), "alignment": alignment}
+    return JSONResponse({**body, "normalized_alignment": alignment})
+
+
+def _http_alignment(first: ChunkOut, duration_s: float, word_break: bool) -> dict[str, list[Any]]:
+    """A chunk's characters, in seconds from the start of the reply (the HTTP form)."""
+    text = (" " if word_break else "") + first.text
+    times = char_times(text, [w.shifted(-first.offset_s) for w in first.words], duration_s)
+    at = first.offset_s
+    starts = [round(at + s / 1000, 3) for s in times.starts_ms]
+    ends = [round(at + (s + d) / 1000, 3) for s, d in zip(times.starts_ms, times.durations_ms, strict=True)]
+    return {"characters": times.chars, "character_start_times_seconds": starts, "character_end_times_seconds": ends}
+
+
+def _error_response(exc: SpeakstreamError, runtime: Runtime) -> Response:
+    """ElevenLabs' error body: ``{"detail": {"status": <code>, "message": ...}}``."""
+    retry = error_response(exc, runtime).headers.get("retry-after")
+    return JSONResponse(
+        {"detail": {"status": exc.code, "message": exc.message}},
+        status_code=exc.http_status,
+        headers={"Retry-After": retry} if retry else None,
+    )
+
+
+def routes() -> list[BaseRoute]:
+    base = "/v1/text-to-speech/{voice_id}"
+    return [
+        WebSocketRoute(f"{base}/stream-input", stream_input),
+        WebSocketRoute(f"{base}/multi-stream-input", multi_stream_input),
+        Route(base, speech, methods=["POST"]),
+        Route(f"{base}/stream", speech, methods=["POST"]),
+        Route(f"{base}/with-timestamps", speech_with_timestamps, methods=["POST"]),
+        Route(f"{base}/stream/with-timestamps", speech_with_timestamps, methods=["POST"]),
+    ]
