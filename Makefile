@@ -57,7 +57,8 @@ test-repeat: $(VENV)/.dev
 # The property tests with fresh random examples, RUNS times (`make test` replays fixed ones).
 fuzz: $(VENV)/.dev
 	for run in $$(seq $(RUNS)); do HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -x -m "$(FAST)" \
-		tests/text tests/test_protocol.py tests/engine/test_decoding.py tests/engine/test_linear_time.py || exit 1; done
+		tests/text tests/test_protocol.py tests/engine/test_decoding.py tests/engine/test_linear_time.py \
+		tests/server/dialects/test_fuzz.py tests/server/dialects/test_alignment.py || exit 1; done
 
 test-full: $(VENV)/.dev
 	$(BIN)/speakstream assets fetch

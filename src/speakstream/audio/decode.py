@@ -19,6 +19,9 @@ def decode(data: bytes, name: str, *, sample_rate: int | None = None) -> tuple[N
     fmt = audio_format(name)
     if fmt.name == "pcm":
         return pcm16_to_float(data), sample_rate or 24_000
+    if fmt.name == "f32":
+        usable = len(data) - len(data) % 4
+        return np.frombuffer(data[:usable], "<f4").astype(np.float32), sample_rate or 24_000
     if fmt.name == "mulaw":
         return mulaw_decode(data), sample_rate or 8_000
     if fmt.name == "wav":

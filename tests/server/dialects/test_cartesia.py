@@ -6,10 +6,14 @@ import asyncio
 import base64
 import json
 
+import httpx
 import numpy as np
 import pytest
 import websockets
 
+from speakstream.audio.decode import decode
+from speakstream.engine.fake import FakeEngine
+from speakstream.loadtest.servers import start_server
 from speakstream.server.serve import ThreadedServer
 from tests.server.dialects.helpers import cartesia_request, read_until, ws_base
 
@@ -111,3 +115,60 @@ async def test_a_closed_client_leaves_nothing_running(fake_server: ThreadedServe
         await asyncio.sleep(0.05)
     assert not fake_server.runtime.sessions
     assert fake_server.runtime.scheduler is not None and fake_server.runtime.scheduler.queued == 0
+
+
+@pytest.mark.parametrize(
+    ("output_format", "media_type"),
+    [
+        ({"container": "raw", "encoding": "pcm_s16le", "sample_rate": 16_000}, "audio/pcm"),
+        ({"container": "wav", "encoding": "pcm_s16le", "sample_rate": 24_000}, "audio/wav"),
+        ({"container": "mp3", "sample_rate": 44_100, "bit_rate": 128_000}, "audio/mpeg"),
+    ],
+)
+async def test_bytes_endpoint(fake_server: ThreadedServer, output_format: dict, media_type: str) -> None:
+    body = {"transcript": "Hello over HTTP.", "voice": {"mode": "id", "id": "af_heart"}, "output_format": output_format}
+    async with httpx.AsyncClient(base_url=fake_server.url) as http:
+        response = await http.post("/tts/bytes", json=body)
+    assert response.status_code == 200 and response.headers["content-type"].startswith(media_type)
+    samples, rate = decode(response.content, {"audio/pcm": "pcm", "audio/wav": "wav", "audio/mpeg": "mp3"}[media_type])
+    assert rate == output_format["sample_rate"] or media_type == "audio/pcm"
+    assert len(samples) / output_format["sample_rate"] > 0.5
+
+
+async def test_bytes_endpoint_errors(fake_server: ThreadedServer) -> None:
+    async with httpx.AsyncClient(base_url=fake_server.url) as http:
+        voice = await http.post("/tts/bytes", json={"transcript": "Hi.", "voice": {"mode": "id", "id": "nobody"}})
+        container = await http.post(
+            "/tts/bytes",
+            json={
+                "transcript": "Hi.",
+                "voice": {"mode": "id", "id": "af_heart"},
+                "output_format": {"container": "ogg"},
+            },
+        )
+        empty = await http.post("/tts/bytes", json={"transcript": "", "voice": {"mode": "id", "id": "af_heart"}})
+    assert voice.status_code == 400 and voice.json()["error_code"] == "unknown_voice"
+    assert container.status_code == 400 and container.json()["error_code"] == "invalid_output_format"
+    assert empty.status_code == 400
+
+
+async def test_the_key_rides_in_x_api_key_or_the_query_and_origins_are_checked() -> None:
+    server = start_server(FakeEngine(seconds_per_char=0.001), api_key="secret-key")
+    url = f"{ws_base(server)}/tts/websocket"
+    try:
+        for headers, query in (({"X-API-Key": "secret-key"}, ""), ({}, "?api_key=secret-key")):
+            async with websockets.connect(url + query, additional_headers=headers) as ws:
+                await ws.send(cartesia_request("k", "Authorised.", more=False))
+                assert (await read_until(ws, lambda m: m["type"] == "done"))[-1]["done"] is True
+        for headers, query in (({"X-API-Key": "wrong"}, ""), ({}, "?api_key=wrong"), ({}, "")):
+            with pytest.raises(websockets.InvalidStatus):
+                async with websockets.connect(url + query, additional_headers=headers):
+                    pass
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            async with websockets.connect(
+                url, additional_headers={"X-API-Key": "secret-key", "Origin": "https://elsewhere.example"}
+            ):
+                pass
+        assert refused.value.response.status_code == 403
+    finally:
+        server.stop()

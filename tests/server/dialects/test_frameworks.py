@@ -1,8 +1,8 @@
 """The framework clients, unchanged, against a real server with the real Kokoro model: pipecat's
-``ElevenLabsTTSService`` and ``CartesiaTTSService``, LiveKit's ``elevenlabs.TTS`` and
-``cartesia.TTS``. Each speaks a whole reply (heard by Whisper), gets word timestamps that match
-the audio, is interrupted mid-reply (no more audio of it), and speaks again on the same
-connection."""
+``ElevenLabsTTSService``, ``ElevenLabsHttpTTSService`` and ``CartesiaTTSService``, LiveKit's
+``elevenlabs.TTS`` and ``cartesia.TTS`` (streaming, and ``synthesize`` over HTTP). Each speaks a
+whole reply (heard by Whisper), gets word timestamps that match the audio, is interrupted
+mid-reply (no more audio of it), and speaks again on the same connection."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.services.cartesia.tts import CartesiaTTSService
-from pipecat.services.elevenlabs.tts import ElevenLabsTTSService
+from pipecat.services.elevenlabs.tts import ElevenLabsHttpTTSService, ElevenLabsTTSService
 from pipecat.workers.runner import WorkerRunner
 
 from speakstream.bench.asr import Recognizer, corpus_wer
@@ -68,14 +68,31 @@ class _Turn:
     words: list[tuple[str, int]] = field(default_factory=list)
 
 
-@pytest.fixture(params=["elevenlabs", "cartesia"])
+@pytest.fixture(params=["elevenlabs", "elevenlabs-http", "cartesia"])
 async def pipecat_tts(request: pytest.FixtureRequest, kokoro_server: ThreadedServer) -> AsyncIterator[Any]:
     host = _host(kokoro_server)
-    if request.param == "elevenlabs":
-        tts: Any = ElevenLabsTTSService(api_key="unused", url=f"ws://{host}", voice_id="af_heart", sample_rate=RATE)
+    http = aiohttp.ClientSession()
+    if request.param == "elevenlabs-http":
+        tts: Any = ElevenLabsHttpTTSService(
+            api_key="unused",
+            base_url=f"http://{host}",
+            aiohttp_session=http,
+            settings=ElevenLabsHttpTTSService.Settings(voice="af_heart"),
+            sample_rate=RATE,
+        )
+    elif request.param == "elevenlabs":
+        tts = ElevenLabsTTSService(
+            api_key="unused",
+            url=f"ws://{host}",
+            settings=ElevenLabsTTSService.Settings(voice="af_heart"),
+            sample_rate=RATE,
+        )
     else:
         tts = CartesiaTTSService(
-            api_key="unused", url=f"ws://{host}/tts/websocket", voice_id="af_heart", sample_rate=RATE
+            api_key="unused",
+            url=f"ws://{host}/tts/websocket",
+            settings=CartesiaTTSService.Settings(voice="af_heart"),
+            sample_rate=RATE,
         )
     frames: asyncio.Queue[Frame] = asyncio.Queue()
     worker = PipelineWorker(
@@ -92,6 +109,7 @@ async def pipecat_tts(request: pytest.FixtureRequest, kokoro_server: ThreadedSer
     finally:
         await worker.queue_frame(EndFrame())
         await asyncio.wait_for(running, 30)
+        await http.close()
 
 
 async def _pipecat_turn(worker: Any, frames: asyncio.Queue[Frame], text: str) -> _Turn:
@@ -198,3 +216,12 @@ async def test_livekit_speaks_times_words_is_interrupted_and_speaks_again(
 
     again, _ = await _livekit_turn(livekit_tts, AGAIN)
     assert corpus_wer([(AGAIN, _heard(asr, again))]) <= 0.15
+
+
+async def test_livekit_synthesize_over_http(livekit_tts: Any, asr: Recognizer) -> None:
+    """``TTS.synthesize``: ElevenLabs' ``/v1/text-to-speech/{voice}/stream``, Cartesia's ``/tts/bytes``."""
+    audio = bytearray()
+    async with livekit_tts.synthesize(REPLY) as stream:
+        async for event in stream:
+            audio += bytes(event.frame.data)
+    assert corpus_wer([(REPLY, _heard(asr, audio))]) <= 0.1

@@ -1,5 +1,5 @@
-"""Cartesia's wire protocol: ``WS /tts/websocket``, as pipecat's ``CartesiaTTSService`` and
-LiveKit's ``cartesia.TTS`` speak it.
+"""Cartesia's wire protocol: ``WS /tts/websocket`` and ``POST /tts/bytes``, as pipecat's
+``CartesiaTTSService`` and LiveKit's ``cartesia.TTS`` speak them.
 
 - Client: a generation request ``{"context_id", "transcript", "continue", "voice": {"mode": "id",
   "id"}, "output_format": {"container": "raw", "encoding", "sample_rate"}, "language",
@@ -22,17 +22,21 @@ from __future__ import annotations
 import base64
 import json
 import uuid
+from dataclasses import replace
 from typing import Any
 
-from starlette.routing import BaseRoute, WebSocketRoute
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput, ProtocolError, SpeakstreamError
 from speakstream.protocol import Options
 from speakstream.server.contexts import Context, ContextSocket
 from speakstream.server.dialects.alignment import text_words
-from speakstream.server.http import sse_parts
-from speakstream.server.reply import ChunkOut
+from speakstream.server.http import audio_stream, json_body, runtime_of, sse_parts, streaming
+from speakstream.server.reply import ChunkOut, check_readable
 from speakstream.server.security import client_of
 
 ENCODINGS = {"pcm_s16le": "pcm", "pcm_f32le": "f32", "pcm_mulaw": "mulaw"}
@@ -59,7 +63,8 @@ class CartesiaSocket(ContextSocket):
         if not isinstance(transcript, str):
             raise ProtocolError("transcript must be a string", code="invalid_transcript")
         if ctx is None:
-            ctx = self.open(cid, _options(message, self.config.mapped_voice))
+            options, _ = _options(message, self.config.mapped_voice)
+            ctx = self.open(cid, options)
             ctx.extra["timestamps"] = message.get("add_timestamps") is True
             ctx.extra["delay_ms"] = _buffer_delay(message)
         await self._take(ctx, message, transcript)
@@ -125,26 +130,46 @@ class CartesiaSocket(ContextSocket):
         return json.dumps(message)
 
 
-def _options(message: dict[str, Any], mapped_voice: Any) -> Options:
+def _options(message: dict[str, Any], mapped_voice: Any, *, http: bool = False) -> tuple[Options, int | None]:
+    """How a context (or an HTTP request) speaks, and its bitrate (mp3 over HTTP only)."""
     voice = message.get("voice")
     if not isinstance(voice, dict) or voice.get("mode", "id") != "id" or not isinstance(voice.get("id"), str):
         raise InvalidInput('voice must be {"mode": "id", "id": <a voice>}', code="invalid_voice")
     fmt = message.get("output_format") or {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24_000}
-    if not isinstance(fmt, dict) or fmt.get("container", "raw") != "raw" or fmt.get("encoding") not in ENCODINGS:
-        raise InvalidInput(
-            f"output_format must be raw with one of {', '.join(ENCODINGS)}", code="invalid_output_format"
-        )
+    name, bitrate = _format(fmt, http=http)
     rate = fmt.get("sample_rate")
     if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int)):
         raise InvalidInput("output_format.sample_rate must be a whole number", code="invalid_sample_rate")
     language = message.get("language")
-    return Options(
+    options = Options(
         voice=mapped_voice(voice["id"]),
         speed=_speed(message),
-        format=ENCODINGS[fmt["encoding"]],
+        format=name,
         sample_rate=rate,
         language=language if isinstance(language, str) and language else None,
     )
+    return options, bitrate
+
+
+def _format(fmt: object, *, http: bool) -> tuple[str, int | None]:
+    """Our format for Cartesia's ``output_format``: ``raw`` with an encoding; over HTTP also
+    ``wav`` (16-bit) and ``mp3`` (with ``bit_rate``)."""
+    containers = ("raw", "wav", "mp3") if http else ("raw",)
+    if not isinstance(fmt, dict) or fmt.get("container", "raw") not in containers:
+        raise InvalidInput(
+            f"output_format.container must be one of {', '.join(containers)}", code="invalid_output_format"
+        )
+    container = fmt.get("container", "raw")
+    if container == "mp3":
+        bitrate = fmt.get("bit_rate")
+        if bitrate is not None and (isinstance(bitrate, bool) or not isinstance(bitrate, int)):
+            raise InvalidInput("output_format.bit_rate must be a whole number", code="invalid_output_format")
+        return "mp3", bitrate
+    encoding = fmt.get("encoding", "pcm_s16le")
+    if encoding not in ENCODINGS or (container == "wav" and encoding != "pcm_s16le"):
+        allowed = "pcm_s16le" if container == "wav" else ", ".join(ENCODINGS)
+        raise InvalidInput(f"output_format.encoding must be one of {allowed}", code="invalid_output_format")
+    return ("wav" if container == "wav" else ENCODINGS[encoding]), None
 
 
 def _speed(message: dict[str, Any]) -> float | None:
@@ -180,5 +205,29 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     await CartesiaSocket(websocket, websocket.app.state.runtime, client_of(websocket.scope)).run()
 
 
+# HTTP
+
+
+async def bytes_endpoint(request: Request) -> Response:
+    """``POST /tts/bytes``: the whole transcript's audio, streamed as it is made (what LiveKit's
+    ``cartesia.TTS.synthesize`` calls); containers ``raw``, ``wav`` and ``mp3``."""
+    runtime = runtime_of(request)
+    try:
+        data = await json_body(request, runtime.config.max_text_chars * 4 + 4096)
+        text = check_text(data.get("transcript"))
+        options, bitrate = _options(data, runtime.config.mapped_voice, http=True)
+        settings = replace(runtime.settings(options), bitrate=bitrate)
+        check_readable(runtime.require_scheduler(), settings, text)
+        reply = runtime.reply(runtime.new_id("cartesia"), None, settings, client_of(request.scope))
+        await reply.speak(text)
+        reply.admit()
+    except SpeakstreamError as exc:
+        runtime.error(exc)
+        body = {"error": exc.message, "error_code": exc.code, "title": exc.code.replace("_", " ")}
+        return JSONResponse(body, status_code=exc.http_status, headers={"Retry-After": "1"} if exc.retryable else None)
+    runtime.metrics.requests.labels("cartesia").inc()
+    return streaming(audio_stream(reply, runtime, "cartesia"), runtime, media_type=reply.fmt.mime_type)
+
+
 def routes() -> list[BaseRoute]:
-    return [WebSocketRoute("/tts/websocket", websocket_endpoint)]
+    return [WebSocketRoute("/tts/websocket", websocket_endpoint), Route("/tts/bytes", bytes_endpoint, methods=["POST"])]

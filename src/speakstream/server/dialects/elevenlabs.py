@@ -41,7 +41,7 @@ from speakstream.errors import InvalidInput, ProtocolError, SpeakstreamError
 from speakstream.protocol import Options
 from speakstream.server.contexts import Context, ContextSocket
 from speakstream.server.dialects.alignment import CharTimes, char_times
-from speakstream.server.http import error_response, json_body, runtime_of, sse_parts, streaming
+from speakstream.server.http import audio_stream, error_response, json_body, runtime_of, sse_parts, streaming
 from speakstream.server.reply import ChunkOut, Reply, check_readable, validate
 from speakstream.server.runtime import Runtime
 from speakstream.server.security import client_of
@@ -211,7 +211,7 @@ async def speech(request: Request) -> Response:
     except SpeakstreamError as exc:
         return _error_response(exc, runtime)
     runtime.metrics.requests.labels("elevenlabs").inc()
-    return streaming(_audio(reply, runtime), runtime, media_type=reply.fmt.mime_type)
+    return streaming(audio_stream(reply, runtime, "elevenlabs"), runtime, media_type=reply.fmt.mime_type)
 
 
 async def speech_with_timestamps(request: Request) -> Response:
@@ -246,15 +246,6 @@ async def _reply(request: Request, runtime: Runtime) -> Reply:
     reply = runtime.reply(runtime.new_id("elevenlabs"), None, settings, client_of(request.scope))
     await reply.speak(text)
     return reply
-
-
-async def _audio(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, None]:
-    try:
-        async for out in reply.outputs():
-            if out.data:
-                yield out.data
-    except SpeakstreamError as exc:  # after the first byte, an error can only end the stream
-        runtime.error(exc)
 
 
 async def _timed_lines(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, None]:
