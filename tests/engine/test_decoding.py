@@ -16,7 +16,13 @@ HARMONICS = np.arange(1.0, 10.0)
 
 
 def _run(
-    frames: int, head: int, end: int, policy: WindowPolicy, opening: bool = True, budgets: list[float] | None = None
+    frames: int,
+    head: int,
+    end: int,
+    policy: WindowPolicy,
+    opening: bool = True,
+    budgets: list[float] | None = None,
+    boundaries: list[int] | None = None,
 ) -> list[NDArray[np.float32]]:
     f0 = np.linspace(100.0, 220.0, 2 * frames, dtype=np.float32).reshape(1, -1)
 
@@ -38,6 +44,7 @@ def _run(
         policy=policy,
         opening=opening,
         budget=(lambda: next(given, None)) if budgets is not None else None,
+        boundaries=boundaries or (),
     )
     return [samples for samples, _ in pieces]
 
@@ -77,7 +84,8 @@ def test_any_window_plan_gives_the_whole_decode(
         lead_context_frames=context,
         crossfade_samples=crossfade,
     )
-    windowed = _run(frames, head, end, policy, opening, budgets)
+    boundaries = sorted(set(data.draw(st.lists(st.integers(0, frames), max_size=20))))
+    windowed = _run(frames, head, end, policy, opening, budgets, boundaries)
     whole = _run(frames, head, end, WindowPolicy.whole())
     assert len(whole) == 1
     assert sum(len(p) for p in windowed) == end - head  # the window lengths sum to the whole
@@ -137,3 +145,15 @@ def test_the_carried_phase_is_the_running_sum_of_the_pitch() -> None:
     expected = np.mod(np.mod(np.outer(f0[0, :3], HARMONICS) / 24_000.0, 1.0).sum(axis=0), 1.0)
     np.testing.assert_allclose(sine_phase(f0, 3, HARMONICS, 24_000.0).ravel(), expected, rtol=1e-6)
     assert not sine_phase(f0, 0, HARMONICS, 24_000.0).any()
+
+
+def test_later_seams_move_back_between_words() -> None:
+    policy = WindowPolicy(first_frames=20, min_frames=32, snap_frames=16, growth=2.5, max_frames=160)
+    plain = policy.plan(0, 100)
+    assert plain == [(0, 20), (20, 70), (70, 100)]
+    snapped = list(policy.windows(0, 100, boundaries=[10, 55, 90]))
+    assert snapped == [(0, 20), (20, 55), (55, 100)]  # the first window keeps its size; 70 -> 55, a word gap
+    # never later than planned, never leaving a short rest, never a short window:
+    assert list(policy.windows(0, 100, boundaries=[70])) == plain
+    assert list(policy.windows(0, 100, boundaries=[50])) == plain  # 50 is more than 16 frames back
+    assert list(policy.windows(0, 100, boundaries=[30])) == plain  # (20, 30) would be under min_frames

@@ -18,7 +18,7 @@ first window starts where speech starts and no frame of leading silence is decod
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +72,9 @@ class WindowPolicy:
     """Context before the first window of a chunk, whose left side is the silence before speech."""
     crossfade_samples: int = 96
     """Overlap of two windows, crossfaded (4 ms)."""
+    snap_frames: int = 16
+    """How far back a seam after the first may move to fall between two words (0.4 s: a
+    sentence's last word, drawn out, can last a second)."""
     safety: float = 0.75
     """Share of the budget a window may use (the rest absorbs jitter and other work)."""
 
@@ -105,16 +108,38 @@ class WindowPolicy:
         stop = min(end, start + size)
         return end if end - stop < max(2, self.first_frames) else stop
 
+    def snap(self, start: int, stop: int, end: int, boundaries: Sequence[int]) -> int:
+        """``stop`` moved back to the last word boundary within ``snap_frames`` before it, when
+        the window and what is left stay long enough: a seam between words is inaudible, one
+        inside a word can break it (a seam 3 frames into "booking" made Whisper hear "book, hang
+        on"). Never later: a window's compute stays within its budget."""
+        least = max(2, self.first_frames, self.min_frames)
+        for boundary in reversed(boundaries):
+            if boundary <= stop - self.snap_frames - 1 or boundary < start + least:
+                break
+            if boundary <= stop and (end - boundary >= least):
+                return boundary
+        return stop
+
     def windows(
-        self, start: int, end: int, *, opening: bool = True, budget: Budget | None = None
+        self,
+        start: int,
+        end: int,
+        *,
+        opening: bool = True,
+        budget: Budget | None = None,
+        boundaries: Sequence[int] = (),
     ) -> Iterator[tuple[int, int]]:
         """Windows ``[a, b)`` of frames that tile ``[start, end)``; ``budget`` is read just before
-        each window is sized (never for the first window of an opening chunk: the listener waits)."""
+        each window is sized (never for the first window of an opening chunk: the listener waits).
+        ``boundaries``: frames between words (ascending), where seams after the first go."""
         a, size, index = start, 0, 0
         while a < end:
             waiting = index == 0 and opening
             size = self.size(index, size, opening=opening, budget=budget() if budget and not waiting else None)
             b = self.cut(a, size, end)
+            if index and b < end:
+                b = self.snap(a, b, end, boundaries)
             yield a, b
             a, index = b, index + 1
 
@@ -207,14 +232,17 @@ def decode_windows(
     tail: int = 0,
     tail_threshold_db: float = -42.0,
     speech_end: int = 0,
+    boundaries: Sequence[int] = (),
 ) -> Iterator[tuple[NDArray[np.float32], bool]]:
     """The audio of samples ``[head, end)`` of an utterance of ``frames`` frames, window by window
-    (with whether it is the last). ``budget`` sizes each window after the first (see ``WindowPolicy``)."""
+    (with whether it is the last). ``budget`` sizes each window after the first (see ``WindowPolicy``);
+    ``boundaries`` are the frames between words, where seams go when they can."""
     first, last = head // FRAME_SAMPLES, min(frames, math.ceil(end / FRAME_SAMPLES))
     stop = max(first + 1, last)
     crossfade = policy.crossfade_samples
     stitch = _Stitcher(head, end, crossfade, fade, tail, tail_threshold_db, speech_end)
-    for index, (a, b) in enumerate(policy.windows(first, stop, opening=opening, budget=budget)):
+    windows = policy.windows(first, stop, opening=opening, budget=budget, boundaries=boundaries)
+    for index, (a, b) in enumerate(windows):
         final = b == stop
         left = policy.lead_context_frames if index == 0 else policy.context_frames
         s, e = max(0, a - left), min(frames, b + policy.context_frames)

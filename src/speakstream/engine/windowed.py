@@ -7,6 +7,7 @@ yields each window's audio as soon as it is made, with the chunk's word timestam
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -153,6 +154,7 @@ class WindowedModel:
             tail=u.tail,
             tail_threshold_db=edges.threshold_db,
             speech_end=u.speech_end,
+            boundaries=word_boundaries(u),
         )
 
     def front(
@@ -213,3 +215,12 @@ def _run(session: Any, outputs: list[str] | None, feed: dict[str, Any], cancel: 
             raise SynthesisCancelled("synthesis cancelled") from exc
         raise EngineError(f"inference failed ({type(exc).__name__}; the server log has the details)") from exc
     return result
+
+
+def word_boundaries(u: Utterance) -> list[int]:
+    """The frames between consecutive words (the middle of any pause), where seams go."""
+    frames = []
+    for before, after in itertools.pairwise(u.words):
+        middle = u.head + (before.end_s + after.start_s) / 2 * SAMPLE_RATE
+        frames.append(round(middle / FRAME_SAMPLES))
+    return sorted(set(frames))

@@ -31,7 +31,7 @@ from speakstream.engine.decoding import WindowPolicy, decode_windows
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.normalize import normalize
 from speakstream.engine.phonemes import windows
-from speakstream.engine.windowed import Utterance, WindowedModel
+from speakstream.engine.windowed import Utterance, WindowedModel, word_boundaries
 from speakstream.scheduler import PlaybackClock
 
 NAME = "streaming"
@@ -64,6 +64,7 @@ def _policy(policy: WindowPolicy) -> dict[str, float]:
         "growth": policy.growth,
         "crossfade_samples": policy.crossfade_samples,
         "safety": policy.safety,
+        "snap_frames": policy.snap_frames,
     }
 
 
@@ -132,6 +133,7 @@ def _decode(
         rate=model.rate,
         policy=policy,
         budget=budget,
+        boundaries=word_boundaries(u),
     )
     for samples, _ in windowed:
         first = first or time.perf_counter() - started
@@ -257,7 +259,9 @@ def markdown(result: dict[str, Any]) -> str:
         f"up to {p['max_frames']}; used directly, the engine grows them {p.get('growth', 2.5)}x. Context: "
         f"{p.get('lead_context_frames', 16)} frames before a chunk's first window (silence), "
         f"{p['context_frames']} around every other side, and no window after the first under "
-        f"{p.get('min_frames', 0)} frames (the decoder's instance norms need a span to sound right); "
+        f"{p.get('min_frames', 0)} frames, the last included (the decoder's instance norms need a span to "
+        "sound right); seams after the first moved back, by up to "
+        f"{p.get('snap_frames', 0)} frames, to fall between words; "
         f"{p['crossfade_samples']}-sample crossfade; the sine source's phase carried across windows. "
         "The fidelity rows decode every utterance as an opening chunk, its windows sized as the server "
         "sizes them for one listener.\n",
