@@ -41,7 +41,7 @@ from speakstream.protocol import (
     parse_client_message,
     safe_audio_frames,
 )
-from speakstream.server.outbox import Outbox, Outgoing, SentLog
+from speakstream.server.outbox import Outbox, Outgoing, SentLog, send_frame
 from speakstream.server.reply import ChunkOut, Reply, validate
 from speakstream.server.runtime import Runtime
 
@@ -88,11 +88,9 @@ class BidiSession:
     # Lifecycle
 
     async def run(self) -> None:
-        if len(self.rt.sessions) >= self.config.max_sessions:
+        if not self.rt.open_session(self):
             await self._refuse(Overloaded(f"the server holds its maximum of {self.config.max_sessions} sessions"))
             return
-        self.rt.sessions.add(self)  # before any await: simultaneous handshakes cannot overrun the limit
-        self.rt.metrics.active_sessions.inc()
         tasks: list[asyncio.Task[Any]] = []
         try:
             await self.ws.accept()
@@ -119,8 +117,7 @@ class BidiSession:
             await asyncio.gather(self._active[1], return_exceptions=True)
         if self.rt.scheduler is not None:
             self.rt.scheduler.cancel(self.id)
-        self.rt.sessions.discard(self)
-        self.rt.metrics.active_sessions.dec()
+        self.rt.close_session(self)
         with contextlib.suppress(Exception):  # the peer may be gone or stuck: nothing left to tell it
             await asyncio.wait_for(self.ws.close(1000), 1.0)
         self._move(SessionState.CLOSED)
@@ -402,7 +399,7 @@ class BidiSession:
             payload = self._sent.cancelled(item.request_id or "") if item.cancelled else item.payload
             if payload:
                 try:
-                    await asyncio.wait_for(self._send(payload), self.config.send_timeout_s)
+                    await asyncio.wait_for(send_frame(self.ws, payload), self.config.send_timeout_s)
                 except TimeoutError:
                     log.warning(
                         "session %s: client stopped reading for %.0f s; dropping it",
@@ -417,12 +414,6 @@ class BidiSession:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self.ws.close(*item.close), self.config.send_timeout_s)
                 return
-
-    async def _send(self, payload: str | bytes) -> None:
-        if isinstance(payload, bytes):
-            await self.ws.send_bytes(payload)
-        else:
-            await self.ws.send_text(payload)
 
     # Helpers
 

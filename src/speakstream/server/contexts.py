@@ -27,7 +27,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from speakstream.errors import InvalidInput, Overloaded, ProtocolError, SpeakstreamError, internal_error
 from speakstream.protocol import Options
-from speakstream.server.outbox import Outbox, Outgoing
+from speakstream.server.outbox import Outbox, Outgoing, send_frame
 from speakstream.server.reply import ChunkOut, Reply
 from speakstream.server.runtime import Runtime
 
@@ -176,11 +176,9 @@ class ContextSocket:
     # Lifecycle
 
     async def run(self) -> None:
-        if len(self.rt.sessions) >= self.config.max_sessions:
+        if not self.rt.open_session(self):
             await self.ws.close(1013, "too many sessions")
             return
-        self.rt.sessions.add(self)  # before any await: simultaneous handshakes cannot overrun the limit
-        self.rt.metrics.active_sessions.inc()
         tasks: list[asyncio.Task[Any]] = []
         try:
             await self.ws.accept()
@@ -221,8 +219,7 @@ class ContextSocket:
             await self.cancel(ctx)
         if self.rt.scheduler is not None:
             self.rt.scheduler.cancel(self.id)
-        self.rt.sessions.discard(self)
-        self.rt.metrics.active_sessions.dec()
+        self.rt.close_session(self)
         with contextlib.suppress(Exception):  # the peer may be gone or stuck: nothing left to tell it
             await asyncio.wait_for(self.ws.close(1000), 1.0)
 
@@ -340,7 +337,7 @@ class ContextSocket:
             item = await self._outbox.get()
             if item.payload:
                 try:
-                    await asyncio.wait_for(self._send(item.payload), self.config.send_timeout_s)
+                    await asyncio.wait_for(send_frame(self.ws, item.payload), self.config.send_timeout_s)
                 except TimeoutError:
                     log.warning("%s: client stopped reading for %.0f s; dropped", self.id, self.config.send_timeout_s)
                     return
@@ -348,12 +345,6 @@ class ContextSocket:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self.ws.close(*item.close), self.config.send_timeout_s)
                 return
-
-    async def _send(self, payload: str | bytes) -> None:
-        if isinstance(payload, bytes):
-            await self.ws.send_bytes(payload)
-        else:
-            await self.ws.send_text(payload)
 
     async def _error(self, exc: SpeakstreamError, context_id: str | None) -> None:
         self.rt.error(exc)

@@ -7,6 +7,8 @@ import asyncio
 from collections import deque
 from dataclasses import dataclass, field
 
+from starlette.websockets import WebSocket
+
 from speakstream.protocol import Cancelled, encode_server_message
 from speakstream.types import WordTimestamp
 
@@ -27,6 +29,14 @@ class Outgoing:
     """Close the connection with (code, reason) after this frame."""
     finishes: str | None = None
     """The request this frame completes (its progress record can go)."""
+
+
+async def send_frame(ws: WebSocket, payload: str | bytes) -> None:
+    """One frame: binary for bytes, text for a string."""
+    if isinstance(payload, bytes):
+        await ws.send_bytes(payload)
+    else:
+        await ws.send_text(payload)
 
 
 class Outbox:

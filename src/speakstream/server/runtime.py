@@ -86,6 +86,20 @@ class Runtime:
         if self.scheduler is not None:
             await self.scheduler.stop()
 
+    def open_session(self, session: Closable) -> bool:
+        """Count a WebSocket session in, unless the server holds its maximum (False). Call it
+        before any await, so simultaneous handshakes cannot overrun the limit."""
+        if len(self.sessions) >= self.config.max_sessions:
+            return False
+        self.sessions.add(session)
+        self.metrics.active_sessions.inc()
+        return True
+
+    def close_session(self, session: Closable) -> None:
+        if session in self.sessions:
+            self.sessions.discard(session)
+            self.metrics.active_sessions.dec()
+
     def require_scheduler(self) -> Scheduler:
         if self.scheduler is None:
             if self.load_error is not None:

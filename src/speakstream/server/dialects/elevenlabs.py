@@ -205,12 +205,9 @@ async def multi_stream_input(websocket: WebSocket) -> None:
 async def speech(request: Request) -> Response:
     """``/v1/text-to-speech/{voice_id}`` and ``/stream``: the audio, streamed as it is made."""
     runtime = runtime_of(request)
-    try:
-        reply = await _reply(request, runtime)
-        reply.admit()
-    except SpeakstreamError as exc:
-        return _error_response(exc, runtime)
-    runtime.metrics.requests.labels("elevenlabs").inc()
+    reply = await _admitted(request, runtime)
+    if isinstance(reply, Response):
+        return reply
     return streaming(audio_stream(reply, runtime, "elevenlabs"), runtime, media_type=reply.fmt.mime_type)
 
 
@@ -218,15 +215,23 @@ async def speech_with_timestamps(request: Request) -> Response:
     """``.../with-timestamps``: JSON objects, one per line, with base64 audio and the characters'
     times from the start of the reply (``/stream/with-timestamps``), or one object for it all."""
     runtime = runtime_of(request)
+    reply = await _admitted(request, runtime)
+    if isinstance(reply, Response):
+        return reply
+    if request.url.path.rstrip("/").endswith("/stream/with-timestamps"):
+        return streaming(_timed_lines(reply, runtime), runtime, media_type="application/x-ndjson")
+    return await _timed_whole(reply, runtime)
+
+
+async def _admitted(request: Request, runtime: Runtime) -> Reply | Response:
+    """The request's reply, admitted at the scheduler, or the error response."""
     try:
         reply = await _reply(request, runtime)
         reply.admit()
     except SpeakstreamError as exc:
         return _error_response(exc, runtime)
     runtime.metrics.requests.labels("elevenlabs").inc()
-    if request.url.path.rstrip("/").endswith("/stream/with-timestamps"):
-        return streaming(_timed_lines(reply, runtime), runtime, media_type="application/x-ndjson")
-    return await _timed_whole(reply, runtime)
+    return reply
 
 
 async def _reply(request: Request, runtime: Runtime) -> Reply:
