@@ -157,3 +157,6 @@ def test_later_seams_move_back_between_words() -> None:
     assert list(policy.windows(0, 100, boundaries=[70])) == plain
     assert list(policy.windows(0, 100, boundaries=[50])) == plain  # 50 is more than 16 frames back
     assert list(policy.windows(0, 100, boundaries=[30])) == plain  # (20, 30) would be under min_frames
+    # a later chunk's first window (sized by the budget, not for a waiting listener) snaps too:
+    later = list(policy.windows(0, 300, opening=False, budget=lambda: 100.0, boundaries=[40, 120]))
+    assert later[0] == (0, 40)  # planned (0, 51): int(100 x 0.75) - 2 x 12

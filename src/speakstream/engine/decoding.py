@@ -132,13 +132,14 @@ class WindowPolicy:
     ) -> Iterator[tuple[int, int]]:
         """Windows ``[a, b)`` of frames that tile ``[start, end)``; ``budget`` is read just before
         each window is sized (never for the first window of an opening chunk: the listener waits).
-        ``boundaries``: frames between words (ascending), where seams after the first go."""
+        ``boundaries``: frames between words (ascending), where seams go (all but the end of an
+        opening chunk's first window)."""
         a, size, index = start, 0, 0
         while a < end:
             waiting = index == 0 and opening
             size = self.size(index, size, opening=opening, budget=budget() if budget and not waiting else None)
             b = self.cut(a, size, end)
-            if index and b < end:
+            if (index or not opening) and b < end:  # the opening window is sized for the waiting listener
                 b = self.snap(a, b, end, boundaries)
             yield a, b
             a, index = b, index + 1
