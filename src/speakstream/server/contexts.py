@@ -36,6 +36,29 @@ MAX_CONTEXTS = 5
 """Contexts open at once on one connection (ElevenLabs' limit too)."""
 
 
+@dataclass(slots=True)
+class ChunkTracker:
+    """Where a reply's outputs are: chunks begun and done, and, on a chunk's last piece, that
+    chunk's first piece (its text and words) with its real length. The engine trims a chunk's
+    trailing silence as it decodes, so the model's durations give only an upper bound of its
+    length until then: timings sent with the last piece match the audio exactly."""
+
+    chunks: int = 0
+    chunks_done: int = 0
+    chunk: ChunkOut | None = None
+    finished: tuple[ChunkOut, float] | None = None
+
+    def see(self, out: ChunkOut) -> None:
+        self.finished = None
+        if out.starts_chunk:
+            self.chunks += 1
+            self.chunk = out
+        if out.ends_chunk and self.chunk is not None:
+            self.finished = (self.chunk, out.offset_s + out.duration_s - self.chunk.offset_s)
+            self.chunk = None
+            self.chunks_done = self.chunks
+
+
 @dataclass(eq=False)
 class Context:
     """One context: its reply, the task that speaks it, and what the dialect keeps about it."""
@@ -45,16 +68,7 @@ class Context:
     task: asyncio.Task[None] | None = None
     text_at: float = field(default_factory=time.monotonic)
     ended: bool = False
-    chunks: int = 0
-    """Chunks begun so far (a chunk's first piece carries its text)."""
-    chunks_done: int = 0
-    """Chunks whose audio has all been made."""
-    chunk: ChunkOut | None = None
-    """The first piece of the chunk being made (its text and words)."""
-    finished: tuple[ChunkOut, float] | None = None
-    """Set on a chunk's last piece: the chunk's first piece and its real length. The engine trims
-    a chunk's trailing silence as it decodes, so the model's durations give only an upper bound
-    of its length until then: timings sent with the last piece match the audio exactly."""
+    track: ChunkTracker = field(default_factory=ChunkTracker)
     flushes: list[tuple[int, int]] = field(default_factory=list)
     """(flush id, chunks queued when it was asked) for flushes not yet answered."""
     flush_count: int = 0
@@ -132,7 +146,7 @@ class ContextSocket:
         return ctx.flush_count
 
     def flushes_done(self, ctx: Context, *, final: bool = False) -> list[int]:
-        done = [fid for fid, chunks in ctx.flushes if final or chunks <= ctx.chunks_done]
+        done = [fid for fid, chunks in ctx.flushes if final or chunks <= ctx.track.chunks_done]
         ctx.flushes = ctx.flushes[len(done) :]
         return done
 
@@ -307,7 +321,7 @@ class ContextSocket:
         try:
             try:
                 async for out in ctx.reply.outputs():
-                    _count_chunks(ctx, out)
+                    ctx.track.see(out)
                     for payload in self.chunk_messages(ctx, out):
                         await self._outbox.put(Outgoing(payload, ctx.reply.request_id))
             except (SpeakstreamError, asyncio.CancelledError):
@@ -349,17 +363,6 @@ class ContextSocket:
     async def _error(self, exc: SpeakstreamError, context_id: str | None) -> None:
         self.rt.error(exc)
         await self._outbox.put(Outgoing(self.error_message(exc, context_id)), control=True)
-
-
-def _count_chunks(ctx: Context, out: ChunkOut) -> None:
-    ctx.finished = None
-    if out.starts_chunk:
-        ctx.chunks += 1
-        ctx.chunk = out
-    if out.ends_chunk and ctx.chunk is not None:
-        ctx.finished = (ctx.chunk, out.offset_s + out.duration_s - ctx.chunk.offset_s)
-        ctx.chunk = None
-        ctx.chunks_done = ctx.chunks
 
 
 def _asked_to_close(reader: asyncio.Task[Any] | None) -> bool:

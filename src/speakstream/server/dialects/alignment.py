@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from speakstream.server.reply import ChunkOut
 from speakstream.types import WordTimestamp
 
 
@@ -77,3 +78,15 @@ def text_words(text: str, words: Sequence[WordTimestamp], duration_s: float) -> 
         end_ms = times.starts_ms[last] + times.durations_ms[last]
         out.append(WordTimestamp(match.group(), times.starts_ms[first] / 1000, end_ms / 1000))
     return out
+
+
+def chunk_char_times(first: ChunkOut, duration_s: float, *, word_break: bool = False) -> CharTimes:
+    """The character times of a chunk (``first``: its first piece) from its start; ``word_break``
+    puts a space before it (a chunk after the first)."""
+    words = [w.shifted(-first.offset_s) for w in first.words]
+    return char_times((" " if word_break else "") + first.text, words, duration_s)
+
+
+def chunk_words(first: ChunkOut, duration_s: float) -> list[WordTimestamp]:
+    """``text_words`` of a chunk, from its start."""
+    return text_words(first.text, [w.shifted(-first.offset_s) for w in first.words], duration_s)

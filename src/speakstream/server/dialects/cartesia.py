@@ -34,7 +34,7 @@ from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput, ProtocolError, SpeakstreamError
 from speakstream.protocol import Options
 from speakstream.server.contexts import Context, ContextSocket
-from speakstream.server.dialects.alignment import text_words
+from speakstream.server.dialects.alignment import chunk_words
 from speakstream.server.http import audio_stream, json_body, runtime_of, sse_parts, streaming
 from speakstream.server.reply import ChunkOut, check_readable
 from speakstream.server.security import client_of
@@ -86,15 +86,15 @@ class CartesiaSocket(ContextSocket):
 
     def chunk_messages(self, ctx: Context, out: ChunkOut) -> list[str | bytes]:
         """The piece's audio; on a chunk's last piece, the chunk's word timestamps (timed on its
-        real length, see ``Context.finished``) and the flushes it completes."""
+        real length, see ``ChunkTracker``) and the flushes it completes."""
         messages: list[str | bytes] = []
         step_ms = round(out.duration_s * 1000)
         for _, part in sse_parts(out.data, self.config.audio_frame_bytes) if out.data else ():
             data = base64.b64encode(part).decode("ascii")
             messages.append(self._message(ctx, "chunk", data=data, step_time=step_ms, flush_id=ctx.flush_count))
-        if ctx.finished is not None and ctx.extra["timestamps"]:
-            first, length = ctx.finished
-            timed = text_words(first.text, [w.shifted(-first.offset_s) for w in first.words], length)
+        if ctx.track.finished is not None and ctx.extra["timestamps"]:
+            first, length = ctx.track.finished
+            timed = chunk_words(first, length)
             words = {
                 "words": [w.word for w in timed],
                 "start": [round(first.offset_s + w.start_s, 3) for w in timed],

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import replace
 from typing import Any
 
@@ -39,8 +39,8 @@ from starlette.websockets import WebSocket
 from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput, ProtocolError, SpeakstreamError
 from speakstream.protocol import Options
-from speakstream.server.contexts import Context, ContextSocket
-from speakstream.server.dialects.alignment import CharTimes, char_times
+from speakstream.server.contexts import ChunkTracker, Context, ContextSocket
+from speakstream.server.dialects.alignment import CharTimes, chunk_char_times
 from speakstream.server.http import audio_stream, error_response, json_body, runtime_of, sse_parts, streaming
 from speakstream.server.reply import ChunkOut, Reply, check_readable, validate
 from speakstream.server.runtime import Runtime
@@ -155,19 +155,18 @@ class ElevenLabsSocket(ContextSocket):
 
     def chunk_messages(self, ctx: Context, out: ChunkOut) -> list[str | bytes]:
         """The piece's audio; a chunk's last piece also carries the chunk's alignment, timed on
-        its real length (see ``Context.finished``)."""
+        its real length (see ``ChunkTracker``)."""
         parts = sse_parts(out.data, self.config.audio_frame_bytes) if out.data else [(0, b"")]
         messages: list[dict[str, Any]] = [
             {"audio": base64.b64encode(part).decode("ascii")} if part else {} for _, part in parts
         ]
-        if ctx.finished is not None:
-            alignment = self._alignment(ctx, *ctx.finished)
+        if ctx.track.finished is not None:
+            alignment = self._alignment(ctx, *ctx.track.finished)
             messages[-1]["alignment"] = messages[-1]["normalizedAlignment"] = alignment
         return [json.dumps(self._tag({**m, "isFinal": False}, ctx)) for m in messages if m]
 
     def _alignment(self, ctx: Context, first: ChunkOut, duration_s: float) -> dict[str, list[Any]]:
-        text = (" " if ctx.chunks > 1 else "") + first.text  # chunks after the first: a word break
-        times = char_times(text, [w.shifted(-first.offset_s) for w in first.words], duration_s)
+        times = chunk_char_times(first, duration_s, word_break=ctx.track.chunks > 1)
         if self.alignment_cumulative:
             times = times.shifted(round(first.offset_s * 1000))
         return _ws_alignment(times)
@@ -253,17 +252,21 @@ async def _reply(request: Request, runtime: Runtime) -> Reply:
     return reply
 
 
+async def _chunk_alignments(reply: Reply) -> AsyncIterator[tuple[ChunkOut, dict[str, list[Any]] | None]]:
+    """The reply's outputs, each with the alignment of the chunk it ends (or None)."""
+    track = ChunkTracker()
+    async for out in reply.outputs():
+        track.see(out)
+        yield out, _http_alignment(*track.finished, word_break=track.chunks > 1) if track.finished else None
+
+
 async def _timed_lines(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, None]:
-    chunks, first = 0, None
     try:
-        async for out in reply.outputs():
-            if out.starts_chunk:
-                chunks, first = chunks + 1, out
+        async for out, alignment in _chunk_alignments(reply):
             message: dict[str, Any] = {"audio_base64": base64.b64encode(out.data).decode("ascii")}
-            if out.ends_chunk and first is not None:
-                length = out.offset_s + out.duration_s - first.offset_s
-                message["alignment"] = message["normalized_alignment"] = _http_alignment(first, length, chunks > 1)
-            if out.data or "alignment" in message:
+            if alignment is not None:
+                message["alignment"] = message["normalized_alignment"] = alignment
+            if out.data or alignment is not None:
                 yield (json.dumps(message) + "\n").encode()
     except SpeakstreamError as exc:
         runtime.error(exc)
@@ -272,27 +275,21 @@ async def _timed_lines(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, 
 
 async def _timed_whole(reply: Reply, runtime: Runtime) -> Response:
     audio = bytearray()
-    alignment: dict[str, list[Any]] = {k: [] for k in ("characters", *_TIME_KEYS)}
-    chunks, first = 0, None
+    whole: dict[str, list[Any]] = {k: [] for k in ("characters", *_TIME_KEYS)}
     try:
-        async for out in reply.outputs():
+        async for out, alignment in _chunk_alignments(reply):
             audio += out.data
-            if out.starts_chunk:
-                chunks, first = chunks + 1, out
-            if out.ends_chunk and first is not None:
-                length = out.offset_s + out.duration_s - first.offset_s
-                for key, values in _http_alignment(first, length, chunks > 1).items():
-                    alignment[key] += values
+            for key, values in (alignment or {}).items():
+                whole[key] += values
     except SpeakstreamError as exc:
         return _error_response(exc, runtime)
-    body = {"audio_base64": base64.b64encode(bytes(audio)).decode("ascii"), "alignment": alignment}
-    return JSONResponse({**body, "normalized_alignment": alignment})
+    body = {"audio_base64": base64.b64encode(bytes(audio)).decode("ascii"), "alignment": whole}
+    return JSONResponse({**body, "normalized_alignment": whole})
 
 
-def _http_alignment(first: ChunkOut, duration_s: float, word_break: bool) -> dict[str, list[Any]]:
+def _http_alignment(first: ChunkOut, duration_s: float, *, word_break: bool) -> dict[str, list[Any]]:
     """A chunk's characters, in seconds from the start of the reply (the HTTP form)."""
-    text = (" " if word_break else "") + first.text
-    times = char_times(text, [w.shifted(-first.offset_s) for w in first.words], duration_s)
+    times = chunk_char_times(first, duration_s, word_break=word_break)
     at = first.offset_s
     starts = [round(at + s / 1000, 3) for s in times.starts_ms]
     ends = [round(at + (s + d) / 1000, 3) for s, d in zip(times.starts_ms, times.durations_ms, strict=True)]
