@@ -130,7 +130,10 @@ class Channel(ABC):
             if event.request_id == request_id and event.type in FINAL_TYPES:
                 return result
             if isinstance(event.parsed, ErrorMessage) and event.parsed.code == "server_shutdown":
-                raise ProtocolError(event.parsed.message, code="server_shutdown")
+                raise ProtocolError(event.parsed.message, code="server_shutdown", retryable=True)
+            if event.type == "reconnected":  # the client's own event: the request went with the old session
+                lost = f"the session was lost while speaking {request_id}"
+                raise ProtocolError(lost, code="session_lost", retryable=True)
         raise AssertionError("unreachable")  # events() never ends by itself
 
     async def _expect_hello(self) -> None:

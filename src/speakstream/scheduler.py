@@ -157,6 +157,11 @@ class Scheduler:
         return sum(len(q) for q in self._queues.values())
 
     @property
+    def running(self) -> bool:
+        """Every engine worker is alive (one that died of a bug leaves chunks unserved)."""
+        return bool(self._tasks) and not any(task.done() for task in self._tasks)
+
+    @property
     def reserved(self) -> int:
         return self._reserved
 

@@ -69,6 +69,23 @@ def test_explicit_model_dir_gets_its_derived_graphs(tmp_path: Path, monkeypatch:
     assert found.verify() == []
 
 
+@pytest.mark.model
+def test_a_complete_read_only_model_dir_is_used_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An image's assets, fetched at build time as root and read by a non-root user: the derived
+    graphs beside the model are used, not looked for in a per-user cache."""
+    cache = assets.locate()
+    mine = tmp_path / "baked"
+    (mine / "voices").mkdir(parents=True)
+    for path in cache.model_dir.iterdir():
+        if path.is_file():
+            (mine / path.name).symlink_to(path)
+    for name, path in cache.voice_files().items():
+        (mine / "voices" / f"{name}.bin").symlink_to(path)
+    monkeypatch.setattr(assets, "_writable", lambda _: False)
+    monkeypatch.setenv("SPEAKSTREAM_CACHE_DIR", str(tmp_path / "empty-cache"))
+    assert assets.locate(mine).graph("fast").parent == mine
+
+
 def test_a_corrupt_model_is_refetched_and_a_failed_fetch_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -12,7 +12,7 @@ import pytest
 from speakstream.client import SpeechSession
 from speakstream.config import ServerConfig
 from speakstream.engine.fake import FakeEngine
-from speakstream.errors import AssetError
+from speakstream.errors import AssetError, SpeakstreamError
 from speakstream.loadtest.servers import start_server
 from speakstream.server.app import create_app
 from speakstream.server.bidi import BidiSession
@@ -59,6 +59,32 @@ async def test_ping_says_why_the_engine_failed_to_load_without_the_path() -> Non
                 await asyncio.sleep(0.05)
         assert ping.status_code == 503 and ping.json()["code"] == "missing_asset"
         assert "assets fetch" in ping.json()["reason"] and SECRET not in ping.text
+    finally:
+        server.stop()
+
+
+async def test_a_library_failing_to_load_is_reported_not_loading_forever() -> None:
+    """A library's own exception while loading (here the espeak library failing to map, as on a
+    noexec /tmp) is a load failure /ping reports, and a session is refused for it."""
+
+    def broken() -> FakeEngine:
+        raise OSError(f"{SECRET}/libespeak-ng.so: failed to map segment from shared object")
+
+    server = ThreadedServer(create_app(ServerConfig(), engine_factory=broken))
+    server.thread.start()
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{await _port(server)}") as client:
+            for _ in range(200):
+                ping = await client.get("/ping")
+                if ping.json().get("code") != "not_ready":
+                    break
+                await asyncio.sleep(0.05)
+        assert ping.status_code == 503 and ping.json()["code"] == "engine_load_failed"
+        assert SECRET not in ping.text  # the server log has the library's words, not the client
+        with pytest.raises(SpeakstreamError) as refused:
+            async with SpeechSession(f"ws://127.0.0.1:{server.port}/invocations-bidirectional-stream"):
+                pass
+        assert refused.value.code == "engine_load_failed"
     finally:
         server.stop()
 

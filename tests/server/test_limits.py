@@ -28,6 +28,8 @@ async def _first_message_type(socket: LoopbackSocket) -> str:
 
 async def test_simultaneous_handshakes_cannot_overrun_the_session_limit() -> None:
     runtime = Runtime(ServerConfig(max_sessions=2, fake_engine=True), lambda: FakeEngine())
+    await runtime.start()
+    await runtime.wait_ready()  # a session on a loading engine is refused before the limit is counted
     sockets = [SlowHandshake() for _ in range(6)]
     runs = [asyncio.create_task(BidiSession(s, runtime).run()) for s in sockets]  # type: ignore[arg-type]
     try:
@@ -38,6 +40,7 @@ async def test_simultaneous_handshakes_cannot_overrun_the_session_limit() -> Non
         for socket in sockets:
             socket.incoming.put_nowait({"type": "websocket.disconnect", "code": 1000})
         await asyncio.wait_for(asyncio.gather(*runs, return_exceptions=True), 10)
+        await runtime.stop()
     assert not runtime.sessions
 
 

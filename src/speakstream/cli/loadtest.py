@@ -20,7 +20,12 @@ def register(commands: Any) -> None:
     parser = commands.add_parser("loadtest", help="load, overload, fault, soak, fuzz and abuse suites; prints figures")
     parser.add_argument("suites", nargs="*", help=f"any of {', '.join(SUITES)} (default: all)")
     parser.add_argument("--sessions", default="1,2,4,8,16", help="load levels, comma-separated")
-    parser.add_argument("--server", help="run the load suite against this running server (base URL)")
+    parser.add_argument(
+        "--server", "--url", dest="server", help="run the load suite against this running server (base URL)"
+    )
+    parser.add_argument("--turns", type=int, default=1, help="load: replies each session speaks in turn")
+    parser.add_argument("--reply", default="greeting", help="load: which bundled reply (greeting, weather, long, ...)")
+    parser.add_argument("--ramp", type=float, default=0.0, help="load: seconds between session starts (0: all at once)")
     parser.add_argument("--fake-engine", action="store_true", help="load a tone engine instead of Kokoro")
     parser.add_argument("--quick", action="store_true", help="bounded sizes (what CI runs)")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -88,7 +93,7 @@ async def _load(args: argparse.Namespace, levels: list[int]) -> list[dict[str, A
 
     if args.server:
         url = args.server.rstrip("/").replace("http", "ws", 1) + "/invocations-bidirectional-stream"
-        return await load.run_load(url, levels)
+        return await load.run_load(url, levels, reply_id=args.reply, turns=args.turns, ramp_s=args.ramp)
     extra = ["--fake-engine"] if args.fake_engine else []
     with ServerProcess(*extra, "--max-sessions", str(max(levels) + 4)) as server:
-        return await load.run_load(server.ws_url, levels)
+        return await load.run_load(server.ws_url, levels, reply_id=args.reply, turns=args.turns, ramp_s=args.ramp)

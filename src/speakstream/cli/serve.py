@@ -34,6 +34,15 @@ def register(commands: Any) -> None:
     parser.add_argument("--no-first-chunk-priority", dest="first_chunk_priority", action="store_false", default=None)
     parser.add_argument("--llm-url", help="OpenAI-compatible LLM for the /agent routes")
     parser.add_argument("--llm-model", help="model name, or a GGUF path for an embedded llama.cpp")
+    ray = parser.add_argument_group("Ray Serve (the `ray` extra): replicas behind Serve's proxy")
+    ray.add_argument("--ray", action="store_true", help="run as a Ray Serve deployment")
+    ray.add_argument("--ray-address", help="join this Ray cluster (default: RAY_ADDRESS, else start a local one)")
+    ray.add_argument("--replicas", type=int, default=1, help="fixed number of replicas")
+    ray.add_argument("--min-replicas", type=int, help="autoscaling: fewest replicas (default 1)")
+    ray.add_argument("--max-replicas", type=int, help="autoscaling: most replicas (turns autoscaling on)")
+    ray.add_argument("--target-sessions", type=float, default=2.0, help="autoscaling: ongoing sessions per replica")
+    ray.add_argument("--replica-cpus", type=float, default=1.0, help="CPUs Ray reserves per replica")
+    ray.add_argument("--replica-gpus", type=float, default=0.0, help="GPUs Ray reserves per replica")
     parser.set_defaults(handler=serve_command)
 
 
@@ -67,7 +76,30 @@ def serve_command(args: argparse.Namespace) -> int:
     if problem:
         print(f"speakstream serve: {problem}", file=sys.stderr)
         return 2
-    sources = source_factory_from(llm_url=args.llm_url, llm_model=args.llm_model)
-    app = create_app(config, extra_routes=[*agent_routes(sources), *web_routes()])
-    serve(app, config)
+    llm_url, llm_model = args.llm_url, args.llm_model
+
+    def extra_routes() -> list[Any]:
+        return [*agent_routes(source_factory_from(llm_url=llm_url, llm_model=llm_model)), *web_routes()]
+
+    if args.ray:
+        return _serve_on_ray(args, config, extra_routes)
+    serve(create_app(config, extra_routes=extra_routes()), config)
+    return 0
+
+
+def _serve_on_ray(args: argparse.Namespace, config: ServerConfig, extra: Any) -> int:
+    try:
+        from speakstream.server import ray_serve
+    except ImportError:
+        print("speakstream serve --ray: Ray is not installed (pip install 'speakstream[ray]')", file=sys.stderr)
+        return 2
+    scaling = ray_serve.Scaling(
+        replicas=args.replicas,
+        min_replicas=args.min_replicas,
+        max_replicas=args.max_replicas,
+        target_sessions=args.target_sessions,
+        cpus_per_replica=args.replica_cpus,
+        gpus_per_replica=args.replica_gpus,
+    )
+    ray_serve.run(config, scaling, address=args.ray_address, extra=extra)
     return 0

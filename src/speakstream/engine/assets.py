@@ -116,8 +116,9 @@ def locate(model_dir: Path | str | None = None) -> Assets:
 
 
 def _assets_for(model_dir: Path) -> Assets:
-    if _writable(model_dir):
-        return Assets(model_dir, model_dir)
+    beside = Assets(model_dir, model_dir)
+    if _writable(model_dir) or not beside.problems():  # a read-only directory made complete (an image)
+        return beside
     return Assets(model_dir, cache_dir() / "derived" / _dir_key(model_dir))
 
 

@@ -21,10 +21,12 @@ class SessionOutcome:
     errors: list[str] = field(default_factory=list)
     foreign: int = 0
     """Messages or bytes that belonged to another session."""
+    audio_s: float = 0.0
 
 
-async def one_session(url: str, index: int, texts: list[str], deadline: float) -> SessionOutcome:
+async def one_session(url: str, index: int, texts: list[str], deadline: float, delay_s: float = 0.0) -> SessionOutcome:
     outcome = SessionOutcome()
+    await asyncio.sleep(delay_s)
     try:
         async with SpeechSession(url) as session:
             outcome.held = True
@@ -44,6 +46,8 @@ async def one_session(url: str, index: int, texts: list[str], deadline: float) -
                     outcome.errors.append(str(final.get("code", final.get("type"))))
                 elif final["audio_bytes"] != len(result.audio):
                     outcome.foreign += 1
+                else:
+                    outcome.audio_s += float(final.get("duration_s", 0.0))
                 if result.ttfa_s is not None:
                     outcome.ttfa_ms.append(result.ttfa_s * 1000)
     except (SpeakstreamError, TimeoutError) as exc:
@@ -57,13 +61,24 @@ def _foreign(messages: list[dict[str, Any]], index: int) -> int:
 
 
 async def run_level(
-    url: str, sessions: int, *, reply_id: str = "greeting", turns: int = 1, timeout_s: float = 300.0
+    url: str,
+    sessions: int,
+    *,
+    reply_id: str = "greeting",
+    turns: int = 1,
+    ramp_s: float = 0.0,
+    timeout_s: float = 300.0,
 ) -> dict[str, Any]:
+    """``sessions`` at once (or one every ``ramp_s``, as callers arrive), ``turns`` replies each."""
     text = replies()[reply_id]["text"]
     deadline = time.monotonic() + timeout_s
     started = time.perf_counter()
-    outcomes = await asyncio.gather(*(one_session(url, i, [text] * turns, deadline) for i in range(sessions)))
+    outcomes = await asyncio.gather(
+        *(one_session(url, i, [text] * turns, deadline, i * ramp_s) for i in range(sessions))
+    )
     ttfa = [t for o in outcomes for t in o.ttfa_ms]
+    wall_s = time.perf_counter() - started
+    audio_s = sum(o.audio_s for o in outcomes)
     return {
         "sessions": sessions,
         "held": sum(o.held for o in outcomes),
@@ -72,7 +87,9 @@ async def run_level(
         "errors": sum(len(o.errors) for o in outcomes),
         "error_codes": sorted({e for o in outcomes for e in o.errors}),
         "foreign": sum(o.foreign for o in outcomes),
-        "wall_s": round(time.perf_counter() - started, 2),
+        "wall_s": round(wall_s, 2),
+        "audio_s": round(audio_s, 2),
+        "audio_per_wall": round(audio_s / wall_s, 3),  # audio seconds per wall second: throughput
     }
 
 

@@ -19,6 +19,7 @@ def rows(run: dict[str, Any], command: str) -> list[list[Any]]:
                 [
                     f"load: {level['sessions']} sessions at once ({run['engine']} engine)",
                     f"held {level['held']}/{level['sessions']}, p95 first audio {t.get('p95')} ms, "
+                    f"{level.get('audio_per_wall', '?')} audio s per wall s, "
                     f"errors {level['errors']}, audio of another session {level['foreign']}",
                     f"`{command} load`",
                 ]

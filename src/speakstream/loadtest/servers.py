@@ -17,12 +17,12 @@ from speakstream.server.app import create_app
 from speakstream.server.serve import ThreadedServer
 
 
-def start_server(engine: Engine, *, routes: Sequence[BaseRoute] = (), **config: Any) -> ThreadedServer:
-    """A real server (uvicorn on 127.0.0.1, its own thread) with this engine, extra routes (the
-    agent's, the web page's) and ``ServerConfig`` fields; the suites' and the tests' one factory.
-    Stop it with ``.stop()``."""
+def start_server(engine: Engine, *, routes: Sequence[BaseRoute] = (), port: int = 0, **config: Any) -> ThreadedServer:
+    """A real server (uvicorn on 127.0.0.1:``port``, 0 for any free one, in its own thread) with
+    this engine, extra routes (the agent's, the web page's) and ``ServerConfig`` fields; the
+    suites' and the tests' one factory. Stop it with ``.stop()``."""
     app = create_app(ServerConfig(**config), engine_factory=lambda: engine, extra_routes=list(routes))
-    return ThreadedServer(app).start()
+    return ThreadedServer(app, port=port).start()
 
 
 def fake_server(engine: FakeEngine | None = None, **config: Any) -> ThreadedServer:

@@ -51,13 +51,18 @@ def create_app(
     engine_factory: EngineFactory | None = None,
     *,
     extra_routes: Sequence[BaseRoute] = (),
+    wait_ready: bool = False,
 ) -> Starlette:
+    """The server. ``wait_ready``: startup ends only once the engine is warm (a cluster replica,
+    which takes traffic as soon as it has started); otherwise ``/ping`` says 503 until then."""
     config = config or ServerConfig.from_env()
     runtime = Runtime(config, engine_factory or default_engine_factory(config))
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         await runtime.start()
+        if wait_ready:
+            await runtime.wait_ready()
         try:
             yield
         finally:

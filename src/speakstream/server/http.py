@@ -56,7 +56,10 @@ def error_response(exc: SpeakstreamError, runtime: Runtime | None = None) -> JSO
 async def ping(request: Request) -> Response:
     runtime = runtime_of(request)
     if runtime.ready:
-        return JSONResponse({"status": "ok", "device": getattr(runtime.engine, "device", "?")})
+        body = {"status": "ok", "device": getattr(runtime.engine, "device", "?")}
+        if runtime.instance:
+            body["instance"] = runtime.instance
+        return JSONResponse(body)
     reason = _LOAD_FAILURES.get(runtime.load_error.code, _LOAD_FAILED) if runtime.load_error else "engine loading"
     code = runtime.load_error.code if runtime.load_error else "not_ready"
     body = {"status": "unavailable", "code": code, "reason": reason}

@@ -46,6 +46,8 @@ class Runtime:
         self._loader: asyncio.Task[None] | None = None
         self._ids = itertools.count(1)
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.instance: str | None = None
+        """Which replica this is, where there are several (``/ping`` says it)."""
 
     @property
     def ready(self) -> bool:
@@ -64,6 +66,10 @@ class Runtime:
             self.load_error = exc
             log.error("engine failed to load: %s", exc.message)
             return
+        except Exception as exc:  # a library's own failure: /ping must say so, not "loading" forever
+            self.load_error = SpeakstreamError(f"engine failed to load: {exc}", code="engine_load_failed")
+            log.exception("engine failed to load")
+            return
         scheduler = Scheduler(
             engine,
             workers=self.config.workers,
@@ -76,6 +82,26 @@ class Runtime:
         self.engine, self.scheduler = engine, scheduler
         self.ready_at = time.perf_counter()
         log.info("engine ready on %s in %.1f s", getattr(engine, "device", "?"), self.ready_at - started)
+
+    async def wait_ready(self) -> None:
+        """Until the engine is loaded and warm; raises what stopped it loading."""
+        if self._loader is None:
+            raise RuntimeError("the runtime was not started")
+        await asyncio.shield(self._loader)
+        if self.load_error is not None:
+            raise self.load_error
+
+    @property
+    def healthy(self) -> bool:
+        """Loaded, and the scheduler's engine workers are running."""
+        return self.scheduler is not None and self.scheduler.running
+
+    async def drain(self, reason: str) -> None:
+        """Close every open session with ``server_shutdown`` and 1001, within the grace period
+        (a replica leaving a cluster; the server's own shutdown does the same)."""
+        sessions = [s.shutdown(reason) for s in list(self.sessions)]
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*sessions, return_exceptions=True), self.config.grace_s)
 
     async def stop(self, reason: str = "server shutting down") -> None:
         if self._loader is not None:

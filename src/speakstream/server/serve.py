@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import socket
 import threading
@@ -27,9 +26,7 @@ class GracefulServer(uvicorn.Server):
         self.runtime = runtime
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        sessions = [s.shutdown("server shutting down") for s in list(self.runtime.sessions)]
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.gather(*sessions, return_exceptions=True), self.runtime.config.grace_s)
+        await self.runtime.drain("server shutting down")
         await super().shutdown(sockets)
 
 
@@ -60,10 +57,10 @@ def serve(app: Starlette, config: ServerConfig) -> None:
 class ThreadedServer:
     """A real uvicorn server on 127.0.0.1 in a background thread; ``url`` once started."""
 
-    def __init__(self, app: Starlette, config: ServerConfig | None = None) -> None:
+    def __init__(self, app: Starlette, config: ServerConfig | None = None, *, port: int = 0) -> None:
         config = config or app.state.runtime.config
         self.app = app
-        self.server = GracefulServer(uvicorn_config(app, config, host="127.0.0.1", port=0), app.state.runtime)
+        self.server = GracefulServer(uvicorn_config(app, config, host="127.0.0.1", port=port), app.state.runtime)
         self.thread = threading.Thread(target=self.server.run, name="speakstream-server", daemon=True)
 
     @property
