@@ -16,7 +16,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,16 +26,10 @@ import httpx
 
 from speakstream.client import Backoff, Reconnect, SpeechSession
 from speakstream.data import replies
+from speakstream.loadtest.harness import free_port
 
 BIN = Path(sys.executable).parent
 REPLICA = "ServeReplica:speakstream"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def replica_pids() -> list[int]:

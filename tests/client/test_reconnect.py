@@ -4,7 +4,6 @@ backoff and says so; the HTTP helpers send again what failed before its first by
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
@@ -14,18 +13,12 @@ from speakstream.client import Backoff, ControlEvent, Reconnect, SpeechSession, 
 from speakstream.client.session import RECONNECTED
 from speakstream.engine.fake import FakeEngine
 from speakstream.errors import SpeakstreamError
+from speakstream.loadtest.harness import free_port
 from speakstream.loadtest.servers import start_server
 from speakstream.server.serve import ThreadedServer
 
 QUICK = Backoff(attempts=30, first_s=0.05, max_s=0.3)
 TEXT = "Hello there, this is a reconnecting session."
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.fixture

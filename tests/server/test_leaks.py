@@ -51,12 +51,7 @@ async def test_ping_says_why_the_engine_failed_to_load_without_the_path() -> Non
     server = ThreadedServer(create_app(ServerConfig(), engine_factory=broken))
     server.thread.start()
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{await _port(server)}") as client:
-            for _ in range(200):
-                ping = await client.get("/ping")
-                if ping.json().get("code") == "missing_asset":
-                    break
-                await asyncio.sleep(0.05)
+        ping = await _ping_once_loaded(server)
         assert ping.status_code == 503 and ping.json()["code"] == "missing_asset"
         assert "assets fetch" in ping.json()["reason"] and SECRET not in ping.text
     finally:
@@ -73,12 +68,7 @@ async def test_a_library_failing_to_load_is_reported_not_loading_forever() -> No
     server = ThreadedServer(create_app(ServerConfig(), engine_factory=broken))
     server.thread.start()
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{await _port(server)}") as client:
-            for _ in range(200):
-                ping = await client.get("/ping")
-                if ping.json().get("code") != "not_ready":
-                    break
-                await asyncio.sleep(0.05)
+        ping = await _ping_once_loaded(server)
         assert ping.status_code == 503 and ping.json()["code"] == "engine_load_failed"
         assert SECRET not in ping.text  # the server log has the library's words, not the client
         with pytest.raises(SpeakstreamError) as refused:
@@ -87,6 +77,17 @@ async def test_a_library_failing_to_load_is_reported_not_loading_forever() -> No
         assert refused.value.code == "engine_load_failed"
     finally:
         server.stop()
+
+
+async def _ping_once_loaded(server: ThreadedServer) -> httpx.Response:
+    """``/ping`` once the engine has loaded or failed to (no longer ``not_ready``)."""
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{await _port(server)}") as client:
+        for _ in range(200):
+            ping = await client.get("/ping")
+            if ping.json().get("code") != "not_ready":
+                return ping
+            await asyncio.sleep(0.05)
+    raise AssertionError("the engine was still loading after 10 s")
 
 
 async def _port(server: ThreadedServer) -> int:

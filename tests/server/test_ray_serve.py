@@ -12,7 +12,6 @@ import base64
 import dataclasses
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -23,19 +22,13 @@ import ray
 
 from speakstream.client import Backoff, ControlEvent, Reconnect, SpeechSession, stream_events
 from speakstream.config import ServerConfig
+from speakstream.loadtest.harness import free_port
 from speakstream.server import ray_serve
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 serve = ray_serve.serve
 TEXT = "Hello there, this reply goes through Ray Serve."
 QUICK = Backoff(attempts=20, first_s=0.1, max_s=1.0)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="module")
