@@ -112,7 +112,7 @@ async def kill_one(url: str, sessions: int, seconds: float, ramp: float) -> dict
         return {
             "replies": len(done),
             "errors": errors,
-            "reconnects": [{"code": r.code, "attempt": r.attempt} for r in heard],
+            "reconnects": [{"code": r.code, "reason": r.reason, "attempt": r.attempt} for r in heard],
             "first_reply_after_kill_s": round(min(after), 2) if after and heard else None,
         }
 
@@ -168,9 +168,9 @@ def report(result: dict[str, Any]) -> str:
         "have begun.",
         "",
         f"- Sessions on the killed replica: {len(hit)}. Close seen: "
-        f"{sorted({r['code'] for s in hit for r in s['reconnects']})} (1006: Serve's proxy drops the connection "
-        "without a close frame). Each reconnected at once (to the surviving replica: the replacement was not up "
-        "yet) and `say()` spoke the lost reply again from its start; those replies ended "
+        f"{sorted({(r['code'], r['reason']) for s in hit for r in s['reconnects']})} (the proxy's close for a "
+        "replica that died under the session). Each reconnected at once (to the surviving replica: the "
+        "replacement was not up yet) and `say()` spoke the lost reply again from its start; those replies ended "
         f"{[s['first_reply_after_kill_s'] for s in hit]} s after the kill, with all sessions now sharing one "
         "replica.",
         f"- Sessions on the other replica: {len(spared)}, errors {sum(len(s['errors']) for s in spared)}, "

@@ -62,6 +62,7 @@ def multilingual_model_dir() -> Path:
     return target
 
 
+NO_SPEECH_THRESHOLD = 0.5
 PROMPTS = {"zh": "以下是普通话的句子。"}
 """Whisper writes Chinese in traditional characters unless a prompt in simplified ones steers it."""
 
@@ -89,6 +90,11 @@ class Recognizer:
                 word_timestamps=True,
                 vad_filter=False,
                 condition_on_previous_text=False,
+                # a segment Whisper is unsure of (log-prob under -1) over what is likely not
+                # speech is skipped; at Whisper's 0.6, base wrote "作词 作曲 ..." (lyrics,
+                # composer: subtitles it learnt from) over the 0.5 s of silence ending a reply
+                # (no-speech 0.596, log-prob -1.27), failing a Chinese check one run in many
+                no_speech_threshold=NO_SPEECH_THRESHOLD,
                 initial_prompt=PROMPTS.get(language),
                 **({"temperature": 0.0, "no_repeat_ngram_size": 3} if self._greedy else {}),
             )

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import signal
 import threading
 from collections.abc import Callable
@@ -23,12 +24,16 @@ from typing import Any
 
 from ray import serve
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from speakstream.config import ServerConfig
 from speakstream.server.runtime import Runtime
 
 log = logging.getLogger("speakstream.ray")
 DRAIN_POLL_S = 0.2
+PROXY_CALLBACK = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
+LOST_CLOSE = (1012, "replica lost; reconnect")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,6 +134,49 @@ class SpeechReplica:
             await self._watch
 
 
+class ReplicaLossClose:
+    """In Serve's proxy: when a replica dies under an open WebSocket, the proxy ends the
+    connection with no close frame (the client sees 1006, "abnormal"). This sends a real close
+    instead, 1012 (service restart) "replica lost; reconnect", which every client understands."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+        open_ = False
+
+        async def tracked_send(message: Message) -> None:
+            nonlocal open_
+            if message["type"] == "websocket.accept":
+                open_ = True
+            elif message["type"] == "websocket.close":
+                open_ = False
+            await send(message)
+
+        async def tracked_receive() -> Message:
+            nonlocal open_
+            message = await receive()
+            if message["type"] == "websocket.disconnect":
+                open_ = False
+            return message
+
+        try:
+            await self.app(scope, tracked_receive, tracked_send)
+        finally:
+            if open_:
+                code, reason = LOST_CLOSE
+                with contextlib.suppress(Exception):
+                    await send({"type": "websocket.close", "code": code, "reason": reason})
+
+
+def proxy_middlewares() -> list[Middleware]:
+    """Serve's proxy calls this (``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH``) for its middlewares."""
+    return [Middleware(ReplicaLossClose)]
+
+
 def application(config: ServerConfig, scaling: Scaling, extra: Callable[[], list[Any]] | None = None) -> Any:
     """The Serve application (``serve.run`` it, or ``serve build`` a config from it)."""
     deployment: Any = serve.deployment(SpeechReplica, name="speakstream", **scaling.deployment_options(config))
@@ -147,6 +195,7 @@ def run(
     ``stop``, then remove the application (its replicas drain their sessions)."""
     import ray
 
+    os.environ.setdefault(PROXY_CALLBACK, f"{__name__}:proxy_middlewares")  # read by the proxy it starts
     ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING)
     try:
         serve.start(http_options={"host": config.host, "port": config.port})
