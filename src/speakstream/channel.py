@@ -54,6 +54,10 @@ class SpeechResult:
         return [m for m in self.messages if m.get("type") == kind]
 
 
+RECONNECTED = "reconnected"
+"""A client-side control event (never on the wire): the session was lost and opened again."""
+
+
 class Channel(ABC):
     """A speech session seen from the client; subclasses move frames."""
 
@@ -131,7 +135,7 @@ class Channel(ABC):
                 return result
             if isinstance(event.parsed, ErrorMessage) and event.parsed.code == "server_shutdown":
                 raise ProtocolError(event.parsed.message, code="server_shutdown", retryable=True)
-            if event.type == "reconnected":  # the client's own event: the request went with the old session
+            if event.type == RECONNECTED:  # the client's own event: the request went with the old session
                 lost = f"the session was lost while speaking {request_id}"
                 raise ProtocolError(lost, code="session_lost", retryable=True)
         raise AssertionError("unreachable")  # events() never ends by itself

@@ -20,6 +20,7 @@ import httpx
 import pytest
 import ray
 
+from speakstream.channel import RECONNECTED
 from speakstream.client import Backoff, ControlEvent, Reconnect, SpeechSession, stream_events
 from speakstream.config import ServerConfig
 from speakstream.loadtest.harness import free_port
@@ -153,7 +154,7 @@ async def _first_close(session: SpeechSession) -> tuple[str, int]:
         event = await session.receive()
         if isinstance(event, ControlEvent) and event.type == "error":
             error = str(event.message.get("code"))
-        if isinstance(event, ControlEvent) and event.type == "reconnected":
+        if isinstance(event, ControlEvent) and event.type == RECONNECTED:
             return error, int(event.message["code"])
 
 

@@ -114,13 +114,15 @@ async def stream_audio(
             await client.aclose()
 
 
-async def fetch_audio(base_url: str, text: str, **kwargs: Any) -> StreamedAudio:
+async def fetch_audio(
+    base_url: str, text: str, *, retry: Backoff | None = None, on_reconnect: OnReconnect | None = None, **kwargs: Any
+) -> StreamedAudio:
     """The whole audio; a stream that breaks midway is fetched again from the start."""
-    retry: Backoff = kwargs.get("retry") or Backoff()
+    retry = retry or Backoff()
     for attempt in range(retry.attempts + 1):
         result = StreamedAudio()
         try:
-            async for block in stream_audio(base_url, text, **kwargs):
+            async for block in stream_audio(base_url, text, retry=retry, on_reconnect=on_reconnect, **kwargs):
                 if result.first_byte_at is None:
                     result.first_byte_at = time.perf_counter()
                 result.audio += block
@@ -128,8 +130,8 @@ async def fetch_audio(base_url: str, text: str, **kwargs: Any) -> StreamedAudio:
         except SpeakstreamError as exc:
             if exc.code != "stream_broken" or attempt == retry.attempts:
                 raise
-            if kwargs.get("on_reconnect") is not None:
-                kwargs["on_reconnect"](Reconnect(attempt + 1, 0.0, 0, exc.message))
+            if on_reconnect is not None:
+                on_reconnect(Reconnect(attempt + 1, 0.0, 0, exc.message))
     raise AssertionError("unreachable")
 
 

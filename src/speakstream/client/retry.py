@@ -35,9 +35,6 @@ class Backoff:
             delay = min(self.max_s, delay * self.factor)
 
 
-NO_RETRY = Backoff(attempts=0)
-
-
 @dataclass(frozen=True, slots=True)
 class Reconnect:
     """What a client tells its user when it tries again: the ``attempt`` (1 first), the wait

@@ -23,11 +23,9 @@ from typing import Any
 import websockets
 from websockets.asyncio.client import ClientConnection, connect
 
-from speakstream.channel import Channel, SpeechResult
+from speakstream.channel import RECONNECTED, Channel, SpeechResult
 from speakstream.client.retry import RETRY_CLOSE_CODES, Backoff, OnReconnect, Reconnect
 from speakstream.errors import SpeakstreamError
-
-RECONNECTED = "reconnected"
 
 
 class SpeechSession(Channel):

@@ -88,11 +88,10 @@ class BidiSession:
     # Lifecycle
 
     async def run(self) -> None:
-        if not self.rt.ready:  # a session that cannot speak yet: the client retries (1013) when it can
-            try:
-                self.rt.require_scheduler()
-            except SpeakstreamError as exc:
-                await self._refuse(exc)
+        try:  # a session that cannot speak yet is refused (1013): the client retries when it can
+            self.rt.require_scheduler()
+        except SpeakstreamError as exc:
+            await self._refuse(exc)
             return
         if not self.rt.open_session(self):
             await self._refuse(Overloaded(f"the server holds its maximum of {self.config.max_sessions} sessions"))
