@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import numpy as np
 import pytest
 
 from speakstream.engine.base import Ahead, CancelToken, SynthesisCancelled
 from speakstream.engine.fake import FakeEngine
+from speakstream.engine.kokoro import KokoroEngine
 from speakstream.errors import EngineError, Overloaded
 from speakstream.scheduler import Job, PlaybackClock, Scheduler
 from speakstream.types import AudioPiece
@@ -265,3 +266,108 @@ async def test_one_client_cannot_reserve_past_its_share() -> None:
     scheduler.release(3, "x")
     scheduler.reserve(3, "x")
     assert scheduler.reserved == 9
+
+
+async def _hold_in_second_window(scheduler: Scheduler, engine: StepEngine) -> None:
+    """The one worker goes on to the second window of "hold" and stays in it."""
+    engine.second_gate.clear()
+    engine.busy.clear()
+    engine.gate.set()
+    await asyncio.wait_for(asyncio.to_thread(engine.busy.wait, 10), 15)
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    while not condition():
+        await asyncio.sleep(0.005)
+
+
+async def test_a_first_window_pauses_a_later_window_instead_of_waiting(
+    held: tuple[Scheduler, StepEngine, Job],
+) -> None:
+    scheduler, engine, hold = held
+    await _hold_in_second_window(scheduler, engine)
+    job = _submit(scheduler, "b", 0)
+    first = await asyncio.wait_for(anext(job.stream()), 10)  # made while "hold" is still in its window
+    assert first.index == 0
+    assert engine.log == ["hold:0", "b0:0"] and hold.preempted  # "hold" was paused for it ...
+    await asyncio.wait_for(_until(lambda: not hold.token.paused), 5)  # ... and resumed once no first window waits
+    engine.second_gate.set()
+    await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(job)), 10)
+    assert engine.log == ["hold:0", "b0:0", "hold:1", "b0:1"]  # b's later window waits its turn
+
+
+async def test_a_window_is_paused_at_most_once(held: tuple[Scheduler, StepEngine, Job]) -> None:
+    scheduler, engine, hold = held
+    await _hold_in_second_window(scheduler, engine)
+    b = _submit(scheduler, "b", 0)
+    await asyncio.wait_for(anext(b.stream()), 10)
+    c = _submit(scheduler, "c", 0)  # "hold" was paused once in this window: c waits for it to end
+    await asyncio.sleep(0.1)
+    assert "c0:0" not in engine.log and hold.preempted
+    engine.second_gate.set()
+    await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(b), pieces(c)), 10)
+    assert engine.log == ["hold:0", "b0:0", "hold:1", "c0:0", "b0:1", "c0:1"]
+    assert not hold.preempted
+
+
+async def test_without_preemption_a_first_window_waits_for_the_running_one() -> None:
+    engine = StepEngine()
+    scheduler = Scheduler(engine, preempt=False)
+    await scheduler.start()
+    try:
+        hold = scheduler.submit("holder", "h", 0, "hold", voice="af_heart", speed=1.0)
+        await asyncio.wait_for(asyncio.to_thread(engine.busy.wait, 10), 15)
+        await _hold_in_second_window(scheduler, engine)
+        job = _submit(scheduler, "b", 0)
+        await asyncio.sleep(0.1)
+        assert engine.log == ["hold:0"] and not hold.token.paused
+        engine.second_gate.set()
+        await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(job)), 10)
+        assert engine.log == ["hold:0", "hold:1", "b0:0", "b0:1"]
+    finally:
+        engine.gate.set()
+        engine.second_gate.set()
+        await scheduler.stop()
+
+
+async def test_a_paused_fake_inference_runs_again_after_the_first_window() -> None:
+    """The fake engine, like ONNX Runtime, drops a paused inference and runs it again: the
+    paused chunk still comes out whole, after the first window."""
+    engine = FakeEngine(seconds_per_char=0.01)
+    scheduler = Scheduler(engine)
+    await scheduler.start()
+    try:
+        long = scheduler.submit("a", "a-r", 1, "x" * 40, voice="af_heart", speed=1.0)  # 0.4 s of "compute"
+        await asyncio.wait_for(_until(lambda: long.running), 5)
+        short = scheduler.submit("b", "b-r", 0, "hi", voice="af_heart", speed=1.0)
+        short_pieces = await asyncio.wait_for(pieces(short), 10)
+        assert long.running and long.made == 0  # the first window came first
+        long_pieces = await asyncio.wait_for(pieces(long), 10)
+        assert sum(len(p.samples) for p in long_pieces) == len(engine.synthesize("x" * 40).samples)
+        assert short_pieces[-1].last and long_pieces[-1].last
+    finally:
+        await scheduler.stop()
+
+
+@pytest.mark.model
+async def test_with_the_real_engine_a_first_window_comes_while_a_long_window_is_paused(kokoro: KokoroEngine) -> None:
+    """A later chunk's 4 s window is running when another reply starts: its first window comes
+    before that window ends, and the paused window, run again, gives the same audio."""
+    text = "Your flight to Lisbon leaves tomorrow at nine forty from gate twelve, and boarding starts early."
+    reference = [p.samples for p in kokoro.stream(text, voice="af_heart", opening=False)]
+    scheduler = Scheduler(kokoro)
+    await scheduler.start()
+    try:
+        long = scheduler.submit("a", "a-r", 1, text, voice="af_heart", speed=1.0)
+        await asyncio.wait_for(_until(lambda: long.running), 10)
+        await asyncio.sleep(0.3)  # inside its first window (about 1.5 s of compute)
+        short = scheduler.submit("b", "b-r", 0, "Hello there.", voice="af_heart", speed=1.0)
+        first = await asyncio.wait_for(anext(short.stream()), 30)
+        assert first.index == 0 and long.made == 0 and long.preempted
+        rest = await asyncio.wait_for(pieces(long), 60)
+        assert len(rest) == len(reference)
+        for got, want in zip(rest, reference, strict=True):
+            np.testing.assert_allclose(got.samples, want, atol=1e-5)
+        await asyncio.wait_for(pieces(short), 30)
+    finally:
+        await scheduler.stop()

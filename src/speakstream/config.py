@@ -66,6 +66,9 @@ class ServerConfig:
     workers: int = 1
     lookahead: int = 2
     first_chunk_priority: bool = True
+    preempt: bool = True
+    """A reply's first window that finds the engine busy with another reply's later window pauses
+    that window (it runs again after) instead of waiting up to a window's compute for it."""
     audio_frame_bytes: int = 16_384
     voice: str = "af_heart"
     voice_map: tuple[str, ...] = ()

@@ -2,7 +2,10 @@
 
 The unit of work is one step of a chunk's synthesis: one window of the decoder (``Engine.stream``),
 so a long chunk never holds the engine for long. Policy: the first window of any reply jumps the
-queue (that is what a listener waits for); otherwise sessions are served round-robin, one window
+queue (that is what a listener waits for), and does not even wait for the window being decoded:
+with ``preempt``, that window is paused (ONNX Runtime's terminate flag stops its inference, which
+runs again, whole, once no first window waits; at most once per window, so every window ends) and
+the first window runs on a lane of its own. Otherwise sessions are served round-robin, one window
 each, so a long reply cannot starve a short one, and within a session its chunks go in order.
 Turns go to clients first (an address), then to that client's sessions: a client with twenty
 parallel sessions gets the engine as often as a client with one, first windows included. A
@@ -87,6 +90,9 @@ class Job:
     """Called when the reply takes a piece (room again in ``pieces``)."""
     clock: PlaybackClock | None = None
     """The reply's playback clock, shared by its chunks (None: windows of fixed sizes)."""
+    preempted: bool = False
+    """Paused for another reply's first window during the window it is making now (a window is
+    paused at most once, so it always ends)."""
 
     @property
     def queue_wait_s(self) -> float:
@@ -131,6 +137,7 @@ class Scheduler:
         workers: int = 1,
         max_queue: int = 64,
         first_chunk_priority: bool = True,
+        preempt: bool = True,
         max_per_client: int = 0,
         on_done: Callable[[Job, AudioPiece | None], None] | None = None,
     ) -> None:
@@ -140,6 +147,10 @@ class Scheduler:
         self.max_per_client = max_per_client
         """Chunks one client may have reserved at once (0: only ``max_queue`` applies)."""
         self.first_chunk_priority = first_chunk_priority
+        self.preempt = preempt
+        """A first window that finds every worker busy with a later window does not wait for it:
+        those windows are paused (their inference stops, and runs again after it) and it runs on
+        its own lane."""
         self._on_done = on_done
         self._queues: dict[str, deque[Job]] = {}
         self._rotation: deque[str] = deque()
@@ -147,6 +158,11 @@ class Scheduler:
         """Clients in the order of their next turn."""
         self._wakeup = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="speakstream-engine")
+        self._urgent_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="speakstream-urgent")
+        self._busy: set[Job] = set()
+        """Jobs the workers are running (paused ones included)."""
+        self._urgent: set[Job] = set()
+        self._paused: set[Job] = set()
         self._tasks: list[asyncio.Task[None]] = []
         self._reserved = 0
         self._reserved_by: dict[str, int] = {}
@@ -188,6 +204,7 @@ class Scheduler:
 
     async def start(self) -> None:
         self._tasks = [asyncio.create_task(self._work(), name=f"engine-worker-{i}") for i in range(self.workers)]
+        self._tasks.append(asyncio.create_task(self._work_urgent(), name="engine-urgent"))
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -199,6 +216,7 @@ class Scheduler:
         for session_id in list(self._queues):
             self.cancel(session_id)
         self._executor.shutdown(wait=True, cancel_futures=True)
+        self._urgent_executor.shutdown(wait=True, cancel_futures=True)
 
     def submit(
         self,
@@ -250,49 +268,106 @@ class Scheduler:
     def _has_work(self, client: str) -> bool:
         return any(q and q[0].client == client for q in self._queues.values())
 
+    def _ready(self) -> list[Job]:
+        """Each session's next chunk, when nothing runs it and its reply has room for a piece."""
+        return [
+            q[0] for s in self._rotation if (q := self._queues.get(s)) and not q[0].running and not q[0].pieces.full()
+        ]
+
     def _pick(self) -> Job | None:
         """The next step: a waiting first window, else the next session in rotation; in both,
         the client whose turn is next goes first (then its oldest first window, or its next
-        session)."""
-        ready = [
-            q[0] for s in self._rotation if (q := self._queues.get(s)) and not q[0].running and not q[0].pieces.full()
-        ]
-        if self.first_chunk_priority and (firsts := [job for job in ready if job.first_window]):
-            ready = sorted(firsts, key=lambda job: job.enqueued_at)
+        session). Nothing while the urgent lane runs a first window: it has the cores."""
+        if self._urgent:
+            return None
+        ready = self._ready()
+        if self.first_chunk_priority and (firsts := self._firsts(ready)):
+            ready = firsts
+        return self._next_of(ready)
+
+    @staticmethod
+    def _firsts(ready: list[Job]) -> list[Job]:
+        """The first windows among ``ready``, oldest first."""
+        return sorted((job for job in ready if job.first_window), key=lambda job: job.enqueued_at)
+
+    def _next_of(self, ready: list[Job]) -> Job | None:
+        """The first of ``ready`` whose client's turn is next."""
         if not ready:
             return None
         turn = {client: i for i, client in enumerate(self._clients)}
         return min(ready, key=lambda job: turn.get(job.client, len(turn)))  # min keeps the first of equals
 
+    def _pick_urgent(self) -> Job | None:
+        """A first window that would wait: every worker is busy, with a later window that can be
+        paused for it (or already is)."""
+        if not (self.preempt and self.first_chunk_priority) or len(self._busy) < self.workers or self._urgent:
+            return None
+        if not self._paused and not self._pausable():
+            return None
+        return self._next_of(self._firsts(self._ready()))
+
+    def _pausable(self) -> list[Job]:
+        return [job for job in self._busy if not job.first_window and not job.preempted and job not in self._paused]
+
     async def _work(self) -> None:
-        loop = asyncio.get_running_loop()
         while True:
             job = self._pick()
             if job is None:
                 self._wakeup.clear()
                 await self._wakeup.wait()
                 continue
-            job.running = True
-            if job.started_at is None:
-                job.started_at = time.perf_counter()
-            try:
-                piece = await loop.run_in_executor(self._executor, self._step, job)
-            except SpeakstreamError as exc:
-                if exc.__cause__ is not None:  # what the client is not told (paths, library text)
-                    log.warning("%s: %s: %r", job.request_id, exc.message, exc.__cause__)
-                self._finish(job, None, exc)
-            except Exception as exc:  # an engine bug must fail one request, not the worker
-                log.exception("%s: synthesis failed", job.request_id)
-                self._finish(job, None, EngineError(f"synthesis failed ({type(exc).__name__}; see the server log)"))
-            else:
-                self._finish(job, piece, None)
-            finally:
-                job.running = False
-                if job.session_id in self._rotation:  # its turn is over: to the back of the line
-                    self._rotation.remove(job.session_id)
-                    self._rotation.append(job.session_id)
-                self._next_turn(job.client)
-                self._wakeup.set()  # a session skipped while this job ran may be ready now
+            await self._run(job, self._executor, self._busy)
+
+    async def _work_urgent(self) -> None:
+        """The lane for first windows that would wait for a busy worker: pause the windows
+        running, make the first windows, resume the paused windows."""
+        try:
+            while True:
+                job = self._pick_urgent()
+                if job is None:
+                    self._resume_paused()
+                    self._wakeup.clear()
+                    await self._wakeup.wait()
+                    continue
+                for running in self._pausable():
+                    running.preempted = True
+                    running.token.pause()
+                    self._paused.add(running)
+                await self._run(job, self._urgent_executor, self._urgent)
+        finally:
+            self._resume_paused()
+
+    def _resume_paused(self) -> None:
+        for job in self._paused:
+            job.token.resume()
+        self._paused.clear()
+
+    async def _run(self, job: Job, executor: ThreadPoolExecutor, lane: set[Job]) -> None:
+        """One step of ``job`` in ``executor``; then it goes to the back of the line."""
+        job.running = True
+        lane.add(job)
+        if job.started_at is None:
+            job.started_at = time.perf_counter()
+        try:
+            piece = await asyncio.get_running_loop().run_in_executor(executor, self._step, job)
+        except SpeakstreamError as exc:
+            if exc.__cause__ is not None:  # what the client is not told (paths, library text)
+                log.warning("%s: %s: %r", job.request_id, exc.message, exc.__cause__)
+            self._finish(job, None, exc)
+        except Exception as exc:  # an engine bug must fail one request, not the worker
+            log.exception("%s: synthesis failed", job.request_id)
+            self._finish(job, None, EngineError(f"synthesis failed ({type(exc).__name__}; see the server log)"))
+        else:
+            job.preempted = False
+            self._finish(job, piece, None)
+        finally:
+            lane.discard(job)
+            job.running = False
+            if job.session_id in self._rotation:  # its turn is over: to the back of the line
+                self._rotation.remove(job.session_id)
+                self._rotation.append(job.session_id)
+            self._next_turn(job.client)
+            self._wakeup.set()  # a session skipped while this job ran may be ready now
 
     def _next_turn(self, client: str) -> None:
         """``client`` had its turn: to the back of the line, or out of it with nothing queued."""

@@ -1,4 +1,5 @@
 import asyncio
+import threading
 import time
 
 import numpy as np
@@ -6,6 +7,7 @@ import pytest
 
 from speakstream.bench.asr import Recognizer, corpus_wer, timestamp_agreement
 from speakstream.engine.audio_edges import EdgePolicy
+from speakstream.engine.base import CancelToken
 from speakstream.engine.decoding import FRAME_SAMPLES
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.phonemes import MAX_TOKENS, windows
@@ -158,3 +160,27 @@ def test_inference_off_the_event_loop_keeps_it_responsive(kokoro: KokoroEngine) 
 def test_async_synthesis(kokoro: KokoroEngine) -> None:
     chunk = asyncio.run(kokoro.asynthesize("Hello from async code.", voice="af_sky"))
     assert chunk.duration_s > 0.5
+
+
+def test_a_paused_window_is_run_again_and_comes_out_the_same(kokoro: KokoroEngine) -> None:
+    """The scheduler pauses a running window for another reply's first window: ONNX Runtime stops
+    the inference, and it runs again from the start once resumed, with the same audio."""
+    assert kokoro.windowed is not None
+    text = SENTENCES[1]
+    part = windows(kokoro.phonemizer.phonemize(text))[0]
+    u = kokoro.windowed.front(part, kokoro.voice_bank, "af_heart", 1.0, text, None, EdgePolicy())
+    phase = np.zeros((1, 1, len(kokoro.windowed.harmonics)), np.float32)
+    started = time.perf_counter()
+    plain = kokoro.windowed.decode(u, 0, u.frames, phase, None)
+    whole_s = time.perf_counter() - started
+    token, result = CancelToken(), []
+    worker = threading.Thread(target=lambda: result.append(kokoro.windowed.decode(u, 0, u.frames, phase, token)))
+    worker.start()
+    time.sleep(0.1)  # well inside the inference (about 1 s here)
+    token.pause()
+    time.sleep(1.5 * whole_s)
+    assert worker.is_alive() and not result  # long enough to have finished: stopped, waiting for its turn
+    token.resume()
+    worker.join(30)
+    assert len(result) == 1
+    np.testing.assert_allclose(result[0], plain, atol=1e-5)

@@ -32,6 +32,9 @@ def register(commands: Any) -> None:
     parser.add_argument("--graph", choices=("fast", "timed", "original"))
     parser.add_argument("--fake-engine", action="store_true", default=None, help="tone generator instead of Kokoro")
     parser.add_argument("--no-first-chunk-priority", dest="first_chunk_priority", action="store_false", default=None)
+    parser.add_argument(
+        "--no-preempt", dest="preempt", action="store_false", default=None, help="first windows wait for a running one"
+    )
     parser.add_argument("--llm-url", help="OpenAI-compatible LLM for the /agent routes")
     parser.add_argument("--llm-model", help="model name, or a GGUF path for an embedded llama.cpp")
     ray = parser.add_argument_group("Ray Serve (the `ray` extra): replicas behind Serve's proxy")
@@ -71,6 +74,7 @@ def serve_command(args: argparse.Namespace) -> int:
         graph=args.graph,
         fake_engine=args.fake_engine,
         first_chunk_priority=args.first_chunk_priority,
+        preempt=args.preempt,
     )
     problem = config.exposure_problem()
     if problem:

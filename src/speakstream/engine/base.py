@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
 from abc import ABC, abstractmethod
@@ -24,23 +25,66 @@ class SynthesisCancelled(SpeakstreamError):
 
 
 class CancelToken:
-    """Lets another thread stop a synthesis that is running (barge-in)."""
+    """Lets another thread stop a synthesis that is running (barge-in), or pause it: a paused
+    synthesis stops the inference it is in and runs it again once resumed, so that another reply's
+    first window can have the engine at once."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cancelled = False
         self._callbacks: list[Callable[[], None]] = []
+        self._interrupt: Callable[[], None] | None = None
+        self._resumed = threading.Event()
+        self._resumed.set()
 
     @property
     def cancelled(self) -> bool:
         return self._cancelled
 
+    @property
+    def paused(self) -> bool:
+        return not self._resumed.is_set()
+
     def cancel(self) -> None:
         with self._lock:
             self._cancelled = True
             callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
+            interrupt = self._interrupt
+        self._resumed.set()  # a paused synthesis wakes up to stop
+        for callback in [*callbacks, *([interrupt] if interrupt else [])]:
             callback()
+
+    def pause(self) -> None:
+        """Stop the running inference (see ``interruptible``); the next waits in ``wait_turn``."""
+        with self._lock:
+            if self._cancelled:
+                return
+            self._resumed.clear()
+            interrupt = self._interrupt
+        if interrupt is not None:
+            interrupt()
+
+    def resume(self) -> None:
+        self._resumed.set()
+
+    def wait_turn(self) -> None:
+        """Block while paused; raise ``SynthesisCancelled`` if cancelled."""
+        self._resumed.wait()
+        self.check()
+
+    @contextlib.contextmanager
+    def interruptible(self, stop: Callable[[], None]) -> Iterator[None]:
+        """While inside, ``cancel`` and ``pause`` call ``stop`` (the running inference's own stop)."""
+        with self._lock:
+            self._interrupt = stop
+            pending = self._cancelled or self.paused
+        if pending:
+            stop()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._interrupt = None
 
     def on_cancel(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` when cancelled (at once if it already is)."""

@@ -59,6 +59,9 @@ class FakeEngine(VoiceBankEngine):
         deadline = started + self.seconds_per_char * len(text)
         while time.perf_counter() < deadline:  # "compute" that a cancel can stop, like ONNX Runtime
             time.sleep(min(0.005, max(0.0, deadline - time.perf_counter())))
+            if cancel is not None and cancel.paused:  # like an inference: stopped, run again when resumed
+                cancel.wait_turn()
+                deadline = time.perf_counter() + self.seconds_per_char * len(text)
             if cancel is not None:
                 cancel.check()
         count = max(1, int(len(text) * self.audio_per_char_s / speed * SAMPLE_RATE))

@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from speakstream.engine import inference
 from speakstream.engine.assets import Assets, locate
 from speakstream.engine.audio_edges import EdgePolicy, trim_edges
-from speakstream.engine.base import Ahead, CancelToken, SynthesisCancelled, VoiceBankEngine
+from speakstream.engine.base import Ahead, CancelToken, VoiceBankEngine
 from speakstream.engine.decoding import WINDOW_PAUSE_S, WindowPolicy, word_times
 from speakstream.engine.languages import parse_language
 from speakstream.engine.normalize import normalize
@@ -178,23 +179,12 @@ class KokoroEngine(VoiceBankEngine):
     def _infer(
         self, tokens: tuple[int, ...], voice: str, speed: float, cancel: CancelToken | None = None
     ) -> tuple[NDArray[np.float32], Any]:
-        import onnxruntime as ort
-
-        options = ort.RunOptions()
-        if cancel is not None:
-            cancel.on_cancel(lambda: setattr(options, "terminate", True))
-            cancel.check()
         feed = {
             "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
             "style": self.voice_bank.style(voice, len(tokens)),
             "speed": np.array([speed], dtype=np.float32),
         }
-        try:
-            outputs = self.session.run(None, feed, options)
-        except Exception as exc:  # onnxruntime raises its own unexported error types
-            if cancel is not None and cancel.cancelled:
-                raise SynthesisCancelled("synthesis cancelled") from exc
-            raise EngineError(f"inference failed ({type(exc).__name__}; the server log has the details)") from exc
+        outputs, _ = inference.run(self.session, None, feed, cancel)
         audio = np.asarray(outputs[0], dtype=np.float32).ravel()
         durations = np.asarray(outputs[1]).ravel() if self._has_durations else None
         return audio, durations

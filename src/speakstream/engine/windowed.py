@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from speakstream.engine import inference
 from speakstream.engine.assets import Assets
 from speakstream.engine.audio_edges import EdgePolicy
-from speakstream.engine.base import Ahead, CancelToken, SynthesisCancelled
+from speakstream.engine.base import Ahead, CancelToken
 from speakstream.engine.decoding import (
     FRAME_SAMPLES,
     WINDOW_PAUSE_S,
@@ -30,7 +31,6 @@ from speakstream.engine.decoding import (
 from speakstream.engine.graph import ENERGY, F0, FEATURES, PHASE
 from speakstream.engine.phonemes import Phonemized
 from speakstream.engine.voices import VoiceBank
-from speakstream.errors import EngineError
 from speakstream.types import SAMPLE_RATE, AudioPiece, SynthesisTimings, WordTimestamp
 
 FRAME_COST_GUESS_S = 0.009
@@ -173,7 +173,7 @@ class WindowedModel:
             "style": style,
             "speed": np.array([speed], dtype=np.float32),
         }
-        durations, features, f0, energy = _run(self.front_session, None, feed, cancel)
+        (durations, features, f0, energy), _ = inference.run(self.front_session, None, feed, cancel)
         durations = np.asarray(durations).ravel()
         frames = int(durations.sum())
         first, last = speech_span(part, durations)
@@ -193,28 +193,10 @@ class WindowedModel:
             "style": u.style,
             PHASE: phase,
         }
-        started = time.perf_counter()
-        (audio,) = _run(self.decoder_session, ["audio"], feed, cancel)
-        cost = (time.perf_counter() - started) / max(1, end - start)
+        (audio,), seconds = inference.run(self.decoder_session, ["audio"], feed, cancel)
+        cost = seconds / max(1, end - start)
         self.frame_cost_s += 0.3 * (cost - self.frame_cost_s)
         return np.asarray(audio, dtype=np.float32).ravel()
-
-
-def _run(session: Any, outputs: list[str] | None, feed: dict[str, Any], cancel: CancelToken | None) -> list[Any]:
-    """One inference that a cancel stops (ONNX Runtime's terminate flag); errors translated here."""
-    import onnxruntime as ort
-
-    options = ort.RunOptions()
-    if cancel is not None:
-        cancel.on_cancel(lambda: setattr(options, "terminate", True))
-        cancel.check()
-    try:
-        result: list[Any] = session.run(outputs, feed, options)
-    except Exception as exc:  # onnxruntime raises its own unexported error types
-        if cancel is not None and cancel.cancelled:
-            raise SynthesisCancelled("synthesis cancelled") from exc
-        raise EngineError(f"inference failed ({type(exc).__name__}; the server log has the details)") from exc
-    return result
 
 
 def word_boundaries(u: Utterance) -> list[int]:

@@ -76,6 +76,7 @@ class Runtime:
             max_queue=self.config.queue_depth,
             max_per_client=self.config.client_queue_cap,
             first_chunk_priority=self.config.first_chunk_priority,
+            preempt=self.config.preempt,
             on_done=self._on_piece,
         )
         await scheduler.start()
