@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 
 import numpy as np
@@ -371,3 +372,24 @@ async def test_with_the_real_engine_a_first_window_comes_while_a_long_window_is_
         await asyncio.wait_for(pieces(short), 30)
     finally:
         await scheduler.stop()
+
+
+@pytest.mark.parametrize(
+    ("buffered_s", "window_s", "paused"),
+    [
+        (100.0, 0.2, True),  # a listener far ahead loses nothing it would hear
+        (0.0, 10.0, True),  # a dry listener's long window: the wait saved is longer than the stall added
+        (0.0, 0.2, False),  # a dry listener's short window: the first window waits for it instead
+        (None, 0.2, True),  # a reply whose listener is not known yet
+    ],
+)
+def test_a_window_is_paused_when_the_wait_saved_is_longer_than_the_stall_added(
+    buffered_s: float | None, window_s: float, paused: bool
+) -> None:
+    scheduler = Scheduler(FakeEngine())
+    job = _submit(scheduler, "a", 1)
+    if buffered_s is not None:
+        job.clock = PlaybackClock(started_at=time.perf_counter() - 5.0, audio_s=5.0 + buffered_s)
+    with job.token.interruptible(lambda: None, expected_s=window_s):
+        assert scheduler.worth_pausing(job) is paused
+    assert scheduler.worth_pausing(job)  # between inferences nothing decoded is lost

@@ -2,10 +2,11 @@
 
 The unit of work is one step of a chunk's synthesis: one window of the decoder (``Engine.stream``),
 so a long chunk never holds the engine for long. Policy: the first window of any reply jumps the
-queue (that is what a listener waits for), and does not even wait for the window being decoded:
-with ``preempt``, that window is paused (ONNX Runtime's terminate flag stops its inference, which
-runs again, whole, once no first window waits; at most once per window, so every window ends) and
-the first window runs on a lane of its own. Otherwise sessions are served round-robin, one window
+queue (that is what a listener waits for), and need not wait for the window being decoded: with
+``preempt``, that window is paused (ONNX Runtime's terminate flag stops its inference, which runs
+again, whole, once no first window waits) when the wait saved is longer than the stall it adds to
+that window's listener (``worth_pausing``), at most once per window so every window ends, and the
+first window runs on a lane of its own. Otherwise sessions are served round-robin, one window
 each, so a long reply cannot starve a short one, and within a session its chunks go in order.
 Turns go to clients first (an address), then to that client's sessions: a client with twenty
 parallel sessions gets the engine as often as a client with one, first windows included. A
@@ -40,6 +41,8 @@ log = logging.getLogger("speakstream.scheduler")
 
 MAX_PIECES_AHEAD = 64
 """Pieces of one chunk made but not yet taken by its reply (a chunk has far fewer windows)."""
+FIRST_WINDOW_GUESS_S = 0.4
+"""Seconds a first window takes before one is measured (2 CPU cores)."""
 
 
 @dataclass(slots=True)
@@ -163,6 +166,8 @@ class Scheduler:
         """Jobs the workers are running (paused ones included)."""
         self._urgent: set[Job] = set()
         self._paused: set[Job] = set()
+        self._first_window_s = FIRST_WINDOW_GUESS_S
+        """What a first window takes (a moving average): how long a paused window waits."""
         self._tasks: list[asyncio.Task[None]] = []
         self._reserved = 0
         self._reserved_by: dict[str, int] = {}
@@ -307,7 +312,25 @@ class Scheduler:
         return self._next_of(self._firsts(self._ready()))
 
     def _pausable(self) -> list[Job]:
-        return [job for job in self._busy if not job.first_window and not job.preempted and job not in self._paused]
+        return [
+            job
+            for job in self._busy
+            if not job.first_window and not job.preempted and job not in self._paused and self.worth_pausing(job)
+        ]
+
+    def worth_pausing(self, job: Job) -> bool:
+        """Pausing a window saves the first window the rest of it (``remaining``), and costs its
+        own listener a first window plus the part already decoded: a stall if that listener has
+        less audio buffered. Pause when the wait saved is longer than the stall added."""
+        run = job.token.running()
+        if run is None or run[1] is None:
+            return True  # between inferences: nothing decoded is lost
+        elapsed, expected = run[0], run[1]
+        remaining = max(0.0, expected - elapsed)
+        clock = job.clock
+        ahead = math.inf if clock is None or clock.started_at is None else clock.ahead_s()
+        added_stall = max(0.0, self._first_window_s + expected - ahead) - max(0.0, remaining - ahead)
+        return remaining > added_stall
 
     async def _work(self) -> None:
         while True:
@@ -348,8 +371,11 @@ class Scheduler:
         lane.add(job)
         if job.started_at is None:
             job.started_at = time.perf_counter()
+        first, started = job.first_window, time.perf_counter()
         try:
             piece = await asyncio.get_running_loop().run_in_executor(executor, self._step, job)
+            if first:
+                self._first_window_s += 0.3 * (time.perf_counter() - started - self._first_window_s)
         except SpeakstreamError as exc:
             if exc.__cause__ is not None:  # what the client is not told (paths, library text)
                 log.warning("%s: %s: %r", job.request_id, exc.message, exc.__cause__)

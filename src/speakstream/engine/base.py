@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import math
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from typing import Protocol
@@ -34,6 +35,7 @@ class CancelToken:
         self._cancelled = False
         self._callbacks: list[Callable[[], None]] = []
         self._interrupt: Callable[[], None] | None = None
+        self._run: tuple[float, float | None] | None = None
         self._resumed = threading.Event()
         self._resumed.set()
 
@@ -73,10 +75,12 @@ class CancelToken:
         self.check()
 
     @contextlib.contextmanager
-    def interruptible(self, stop: Callable[[], None]) -> Iterator[None]:
-        """While inside, ``cancel`` and ``pause`` call ``stop`` (the running inference's own stop)."""
+    def interruptible(self, stop: Callable[[], None], expected_s: float | None = None) -> Iterator[None]:
+        """While inside, ``cancel`` and ``pause`` call ``stop`` (the running inference's own stop);
+        ``expected_s``: how long the inference should take, if known (see ``running``)."""
         with self._lock:
             self._interrupt = stop
+            self._run = (time.perf_counter(), expected_s)
             pending = self._cancelled or self.paused
         if pending:
             stop()
@@ -85,6 +89,13 @@ class CancelToken:
         finally:
             with self._lock:
                 self._interrupt = None
+                self._run = None
+
+    def running(self) -> tuple[float, float | None] | None:
+        """Seconds the inference in progress has run and how long it should take (None if not
+        known), or None between inferences: what pausing it now would lose."""
+        run = self._run
+        return None if run is None else (time.perf_counter() - run[0], run[1])
 
     def on_cancel(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` when cancelled (at once if it already is)."""

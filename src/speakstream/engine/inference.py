@@ -11,11 +11,16 @@ from speakstream.errors import EngineError
 
 
 def run(
-    session: Any, outputs: list[str] | None, feed: dict[str, Any], cancel: CancelToken | None
+    session: Any,
+    outputs: list[str] | None,
+    feed: dict[str, Any],
+    cancel: CancelToken | None,
+    expected_s: float | None = None,
 ) -> tuple[list[Any], float]:
     """The outputs, and the seconds the inference that completed took. A cancel stops it (ONNX
     Runtime's terminate flag) with ``SynthesisCancelled``; a pause stops it too, then it waits
-    for its turn and runs again from the start (the work lost is at most one window's)."""
+    for its turn and runs again from the start. ``expected_s``: how long it should take (what
+    the scheduler weighs before pausing it)."""
     import onnxruntime as ort
 
     while True:
@@ -26,7 +31,7 @@ def run(
         try:
             if cancel is None:
                 return session.run(outputs, feed, options), time.perf_counter() - started
-            with cancel.interruptible(partial(setattr, options, "terminate", True)):
+            with cancel.interruptible(partial(setattr, options, "terminate", True), expected_s):
                 return session.run(outputs, feed, options), time.perf_counter() - started
         except Exception as exc:  # onnxruntime raises its own unexported error types
             if cancel is not None and cancel.cancelled:

@@ -193,7 +193,8 @@ class WindowedModel:
             "style": u.style,
             PHASE: phase,
         }
-        (audio,), seconds = inference.run(self.decoder_session, ["audio"], feed, cancel)
+        expected_s = self.frame_cost_s * (end - start)
+        (audio,), seconds = inference.run(self.decoder_session, ["audio"], feed, cancel, expected_s)
         cost = seconds / max(1, end - start)
         self.frame_cost_s += 0.3 * (cost - self.frame_cost_s)
         return np.asarray(audio, dtype=np.float32).ravel()

@@ -60,7 +60,7 @@ async def run(ctx: BenchContext) -> dict[str, Any]:
             ctx.say(f"concurrency {level} sessions ({mode}): p95 first audio {out[mode][-1]['ttfa_ms'].get('p95')} ms")
     if ctx.runtime is not None:
         ctx.runtime.scheduler.first_chunk_priority = ctx.runtime.config.first_chunk_priority
-    staggered = await _staggered(ctx, text, (4,) if ctx.quick else (4, 8))
+    staggered = await _staggered(ctx, text, (4,) if ctx.quick else (2, 4, 8))
     crossing = {
         mode: next((r["sessions"] for r in rows if r["ttfa_ms"].get("p95", 0) > 1000), None)
         for mode, rows in out.items()
@@ -100,8 +100,8 @@ def markdown(result: dict[str, Any]) -> str:
     if result.get("staggered"):
         text += (
             f"\nSessions arriving {STAGGER_S} s apart, each finding the others mid-reply. With preemption a first "
-            "window pauses the window running (which then runs again); without it, it waits for that window:\n\n"
-            + table(HEADERS, _rows(result["staggered"]))
+            "window pauses the window running (which then runs again) when the wait saved is longer than the "
+            "stall added; without it, it always waits for that window:\n\n" + table(HEADERS, _rows(result["staggered"]))
         )
     return text
 
