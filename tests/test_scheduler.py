@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
 import time
@@ -63,20 +64,26 @@ async def pieces(job: Job) -> list[AudioPiece]:
     return [p async for p in job.stream()]
 
 
-@pytest.fixture
-async def held() -> AsyncIterator[tuple[Scheduler, StepEngine, Job]]:
+@contextlib.asynccontextmanager
+async def holding(**options: bool) -> AsyncIterator[tuple[Scheduler, StepEngine, Job]]:
     """A scheduler whose one worker is busy with the first window of 'hold' until the gate opens."""
     engine = StepEngine()
-    scheduler = Scheduler(engine, max_queue=16)
+    scheduler = Scheduler(engine, max_queue=16, **options)
     await scheduler.start()
     hold = scheduler.submit("holder", "h", 0, "hold", voice="af_heart", speed=1.0)
-    await asyncio.wait_for(asyncio.to_thread(engine.busy.wait, 10), 15)
     try:
+        await asyncio.wait_for(asyncio.to_thread(engine.busy.wait, 10), 15)
         yield scheduler, engine, hold
     finally:
         engine.gate.set()
         engine.second_gate.set()
         await scheduler.stop()
+
+
+@pytest.fixture
+async def held() -> AsyncIterator[tuple[Scheduler, StepEngine, Job]]:
+    async with holding() as scheduler_engine_hold:
+        yield scheduler_engine_hold
 
 
 def _submit(scheduler: Scheduler, session: str, index: int) -> Job:
@@ -106,19 +113,11 @@ async def test_sessions_take_turns_window_by_window_and_chunks_keep_their_order(
 
 
 async def test_without_priority_first_windows_wait_their_turn() -> None:
-    engine = StepEngine()
-    scheduler = Scheduler(engine, first_chunk_priority=False)
-    await scheduler.start()
-    try:
-        hold = scheduler.submit("holder", "h", 0, "hold", voice="af_heart", speed=1.0)
-        await asyncio.wait_for(asyncio.to_thread(engine.busy.wait, 10), 15)
+    async with holding(first_chunk_priority=False) as (scheduler, engine, hold):
         jobs = [_submit(scheduler, "a", 1), _submit(scheduler, "b", 0)]
         engine.gate.set()
         await asyncio.wait_for(asyncio.gather(*(pieces(j) for j in (hold, *jobs))), 10)
         assert engine.log == ["hold:0", "a1:0", "b0:0", "hold:1", "a1:1", "b0:1"]
-    finally:
-        engine.gate.set()
-        await scheduler.stop()
 
 
 async def test_cancel_drops_queued_chunks_and_stops_the_running_one(
@@ -312,12 +311,7 @@ async def test_a_window_is_paused_at_most_once(held: tuple[Scheduler, StepEngine
 
 
 async def test_without_preemption_a_first_window_waits_for_the_running_one() -> None:
-    engine = StepEngine()
-    scheduler = Scheduler(engine, preempt=False)
-    await scheduler.start()
-    try:
-        hold = scheduler.submit("holder", "h", 0, "hold", voice="af_heart", speed=1.0)
-        await asyncio.wait_for(asyncio.to_thread(engine.busy.wait, 10), 15)
+    async with holding(preempt=False) as (scheduler, engine, hold):
         await _hold_in_second_window(scheduler, engine)
         job = _submit(scheduler, "b", 0)
         await asyncio.sleep(0.1)
@@ -325,10 +319,6 @@ async def test_without_preemption_a_first_window_waits_for_the_running_one() -> 
         engine.second_gate.set()
         await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(job)), 10)
         assert engine.log == ["hold:0", "hold:1", "b0:0", "b0:1"]
-    finally:
-        engine.gate.set()
-        engine.second_gate.set()
-        await scheduler.stop()
 
 
 async def test_a_paused_fake_inference_runs_again_after_the_first_window() -> None:
