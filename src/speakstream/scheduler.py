@@ -151,9 +151,9 @@ class Scheduler:
         """Chunks one client may have reserved at once (0: only ``max_queue`` applies)."""
         self.first_chunk_priority = first_chunk_priority
         self.preempt = preempt
-        """A first window that finds every worker busy with a later window does not wait for it:
-        those windows are paused (their inference stops, and runs again after it) and it runs on
-        its own lane."""
+        """A first window that finds every worker busy with a later window need not wait for it:
+        those windows are paused when ``worth_pausing`` says so (their inference stops, and runs
+        again after it) and it runs on its own lane."""
         self._on_done = on_done
         self._queues: dict[str, deque[Job]] = {}
         self._rotation: deque[str] = deque()

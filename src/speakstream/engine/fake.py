@@ -59,10 +59,10 @@ class FakeEngine(VoiceBankEngine):
         deadline = started + self.seconds_per_char * len(text)
         while time.perf_counter() < deadline:  # "compute" that a cancel can stop, like ONNX Runtime
             time.sleep(min(0.005, max(0.0, deadline - time.perf_counter())))
-            if cancel is not None and cancel.paused:  # like an inference: stopped, run again when resumed
-                cancel.wait_turn()
-                deadline = time.perf_counter() + self.seconds_per_char * len(text)
             if cancel is not None:
+                if cancel.paused:  # like an inference: stopped, run again when resumed
+                    cancel.wait_turn()
+                    deadline = time.perf_counter() + self.seconds_per_char * len(text)
                 cancel.check()
         count = max(1, int(len(text) * self.audio_per_char_s / speed * SAMPLE_RATE))
         t = np.arange(count, dtype=np.float32) / SAMPLE_RATE

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from functools import partial
 from typing import Any
@@ -27,11 +28,14 @@ def run(
         options = ort.RunOptions()
         if cancel is not None:
             cancel.wait_turn()
+        stoppable = (
+            contextlib.nullcontext()
+            if cancel is None
+            else cancel.interruptible(partial(setattr, options, "terminate", True), expected_s)
+        )
         started = time.perf_counter()
         try:
-            if cancel is None:
-                return session.run(outputs, feed, options), time.perf_counter() - started
-            with cancel.interruptible(partial(setattr, options, "terminate", True), expected_s):
+            with stoppable:
                 return session.run(outputs, feed, options), time.perf_counter() - started
         except Exception as exc:  # onnxruntime raises its own unexported error types
             if cancel is not None and cancel.cancelled:

@@ -50,17 +50,13 @@ async def one_level(ctx: BenchContext, sessions: int, text: str, *, stagger_s: f
 async def run(ctx: BenchContext) -> dict[str, Any]:
     levels = (1, 2, 4) if ctx.quick else (1, 2, 4, 8)
     text = replies()["greeting"]["text"] if ctx.quick else bench_text()
-    modes = ["priority", "no priority"] if ctx.runtime is not None else ["as configured"]
-    out: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
-    for level in levels:
-        for mode in modes:
-            if ctx.runtime is not None:
-                ctx.runtime.scheduler.first_chunk_priority = mode == "priority"
-            out[mode].append(await one_level(ctx, level, text))
-            ctx.say(f"concurrency {level} sessions ({mode}): p95 first audio {out[mode][-1]['ttfa_ms'].get('p95')} ms")
-    if ctx.runtime is not None:
-        ctx.runtime.scheduler.first_chunk_priority = ctx.runtime.config.first_chunk_priority
-    staggered = await _staggered(ctx, text, (4,) if ctx.quick else (2, 4, 8))
+    out = await _sweep(ctx, text, levels, "first_chunk_priority", {"priority": True, "no priority": False})
+    staggered: dict[str, list[dict[str, Any]]] = {}
+    if ctx.runtime is not None:  # arrivals are compared through our own runtime only
+        modes = {"preempt": True, "no preempt": False}
+        staggered = await _sweep(
+            ctx, text, (4,) if ctx.quick else (2, 4, 8), "preempt", modes, stagger_s=STAGGER_S, label="staggered"
+        )
     crossing = {
         mode: next((r["sessions"] for r in rows if r["ttfa_ms"].get("p95", 0) > 1000), None)
         for mode, rows in out.items()
@@ -68,22 +64,31 @@ async def run(ctx: BenchContext) -> dict[str, Any]:
     return {"text_chars": len(text), "modes": out, "p95_over_1s_at": crossing, "staggered": staggered}
 
 
-async def _staggered(ctx: BenchContext, text: str, levels: tuple[int, ...]) -> dict[str, list[dict[str, Any]]]:
-    """Arrivals ``STAGGER_S`` apart, preemption on and off in turn (through our own runtime only)."""
-    if ctx.runtime is None:
-        return {}
-    scheduler = ctx.runtime.scheduler
-    out: dict[str, list[dict[str, Any]]] = {"preempt": [], "no preempt": []}
+async def _sweep(
+    ctx: BenchContext,
+    text: str,
+    levels: tuple[int, ...],
+    setting: str,
+    modes: dict[str, bool],
+    *,
+    stagger_s: float = 0.0,
+    label: str = "concurrency",
+) -> dict[str, list[dict[str, Any]]]:
+    """Each level with the scheduler's ``setting`` switched per mode, the configured value put
+    back after; against a server that is not ours, one mode: as configured."""
+    scheduler = ctx.runtime.scheduler if ctx.runtime is not None else None
+    values: dict[str, bool | None] = dict(modes) if scheduler is not None else {"as configured": None}
+    out: dict[str, list[dict[str, Any]]] = {mode: [] for mode in values}
     try:
         for level in levels:
-            for mode in out:
-                scheduler.preempt = mode == "preempt"
-                out[mode].append(await one_level(ctx, level, text, stagger_s=STAGGER_S))
-                ctx.say(
-                    f"staggered {level} sessions ({mode}): p95 first audio {out[mode][-1]['ttfa_ms'].get('p95')} ms"
-                )
+            for mode, value in values.items():
+                if scheduler is not None:
+                    setattr(scheduler, setting, value)
+                out[mode].append(await one_level(ctx, level, text, stagger_s=stagger_s))
+                ctx.say(f"{label} {level} sessions ({mode}): p95 first audio {out[mode][-1]['ttfa_ms'].get('p95')} ms")
     finally:
-        scheduler.preempt = ctx.runtime.config.preempt
+        if scheduler is not None:
+            setattr(scheduler, setting, getattr(ctx.runtime.config, setting))
     return out
 
 
