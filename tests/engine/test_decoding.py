@@ -156,7 +156,13 @@ def test_later_seams_move_back_between_words() -> None:
     # never later than planned, never leaving a short rest, never a short window:
     assert list(policy.windows(0, 100, boundaries=[70])) == plain
     assert list(policy.windows(0, 100, boundaries=[50])) == plain  # 50 is more than 16 frames back
-    assert list(policy.windows(0, 100, boundaries=[30])) == plain  # (20, 30) would be under min_frames
+    assert list(policy.windows(0, 100, boundaries=[30])) == plain  # (20, 30) would be under first_frames
+    assert list(policy.windows(0, 100, boundaries=[90])) == plain  # (90, 100) would be under first_frames
+    # with no boundary behind, a little forward (within the budget's safety share), never more:
+    assert list(policy.windows(0, 100, boundaries=[73])) == [(0, 20), (20, 73), (73, 100)]
+    assert list(policy.windows(0, 100, boundaries=[75])) == plain
+    # a window shorter than min_frames is better than a seam inside a word (planned (0, 39)):
+    assert next(policy.windows(0, 100, opening=False, budget=lambda: 84.0, boundaries=[25])) == (0, 25)
     # a later chunk's first window (sized by the budget, not for a waiting listener) snaps too:
     later = list(policy.windows(0, 300, opening=False, budget=lambda: 100.0, boundaries=[40, 120]))
     assert later[0] == (0, 40)  # planned (0, 51): int(100 x 0.75) - 2 x 12

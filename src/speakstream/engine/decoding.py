@@ -75,6 +75,8 @@ class WindowPolicy:
     snap_frames: int = 16
     """How far back a seam after the first may move to fall between two words (0.4 s: a
     sentence's last word, drawn out, can last a second)."""
+    snap_ahead_frames: int = 4
+    """... or forward by this much when there is no word boundary behind (0.1 s: within ``safety``)."""
     safety: float = 0.75
     """Share of the budget a window may use (the rest absorbs jitter and other work)."""
 
@@ -109,17 +111,16 @@ class WindowPolicy:
         return end if end - stop < max(2, self.first_frames) else stop
 
     def snap(self, start: int, stop: int, end: int, boundaries: Sequence[int]) -> int:
-        """``stop`` moved back to the last word boundary within ``snap_frames`` before it, when
-        the window and what is left stay long enough: a seam between words is inaudible, one
-        inside a word can break it (a seam 3 frames into "booking" made Whisper hear "book, hang
-        on"). Never later: a window's compute stays within its budget."""
-        least = max(2, self.first_frames, self.min_frames)
-        for boundary in reversed(boundaries):
-            if boundary <= stop - self.snap_frames - 1 or boundary < start + least:
-                break
-            if boundary <= stop and (end - boundary >= least):
-                return boundary
-        return stop
+        """``stop`` moved to a word boundary: the last within ``snap_frames`` before it, else the
+        first within ``snap_ahead_frames`` after it, when the window and what is left stay at least
+        ``first_frames`` long. A seam between words is inaudible; one inside a word can break it (a
+        seam 3 frames into "booking" made Whisper hear "book, hang on", and one 12 frames in, "book
+        in"). Later only by a little: a window's compute stays within its budget's safety share."""
+        least = max(2, self.first_frames)
+        fits = [b for b in boundaries if b - start >= least and end - b >= least]
+        before = [b for b in fits if stop - self.snap_frames <= b <= stop]
+        after = [b for b in fits if stop < b <= stop + self.snap_ahead_frames]
+        return before[-1] if before else after[0] if after else stop
 
     def windows(
         self,

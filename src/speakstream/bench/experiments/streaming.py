@@ -65,6 +65,7 @@ def _policy(policy: WindowPolicy) -> dict[str, float]:
         "crossfade_samples": policy.crossfade_samples,
         "safety": policy.safety,
         "snap_frames": policy.snap_frames,
+        "snap_ahead_frames": policy.snap_ahead_frames,
     }
 
 
@@ -258,10 +259,11 @@ def markdown(result: dict[str, Any]) -> str:
         "while other sessions wait), "
         f"up to {p['max_frames']}; used directly, the engine grows them {p.get('growth', 2.5)}x. Context: "
         f"{p.get('lead_context_frames', 16)} frames before a chunk's first window (silence), "
-        f"{p['context_frames']} around every other side, and no window after the first under "
+        f"{p['context_frames']} around every other side, and no window after the first sized under "
         f"{p.get('min_frames', 0)} frames, the last included (the decoder's instance norms need a span to "
-        "sound right); seams after the first moved back, by up to "
-        f"{p.get('snap_frames', 0)} frames, to fall between words; "
+        "sound right); seams after the first moved to fall between words: back by up to "
+        f"{p.get('snap_frames', 0)} frames, else forward by up to {p.get('snap_ahead_frames', 0)}, "
+        f"leaving no window or rest under {p['first_frames']} frames; "
         f"{p['crossfade_samples']}-sample crossfade; the sine source's phase carried across windows. "
         "The fidelity rows decode every utterance as an opening chunk, its windows sized as the server "
         "sizes them for one listener.\n",
