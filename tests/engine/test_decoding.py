@@ -153,7 +153,7 @@ def test_later_seams_move_back_between_words() -> None:
     assert plain == [(0, 20), (20, 70), (70, 100)]
     snapped = list(policy.windows(0, 100, boundaries=[10, 55, 90]))
     assert snapped == [(0, 20), (20, 55), (55, 100)]  # the first window keeps its size; 70 -> 55, a word gap
-    # never later than planned, never leaving a short rest, never a short window:
+    # not moved: a boundary at the seam, too far back, or leaving a short window or rest:
     assert list(policy.windows(0, 100, boundaries=[70])) == plain
     assert list(policy.windows(0, 100, boundaries=[50])) == plain  # 50 is more than 16 frames back
     assert list(policy.windows(0, 100, boundaries=[30])) == plain  # (20, 30) would be under first_frames

@@ -54,9 +54,10 @@ def test_seams_after_the_first_fall_between_words(
     budget = _budget_for_a_seam_inside_the_last_word(u, policy, opening, into)
     start, stop = u.head // FRAME_SAMPLES, min(u.frames, -(-u.end // FRAME_SAMPLES))
     sized = 1 if opening else 0  # the window the budget sizes
+    boundaries = word_boundaries(u)
     unsnapped = list(policy.windows(start, stop, opening=opening, budget=lambda: budget))
     assert _inside_a_word(u, unsnapped[sized][1]) == "booking"  # the case: without snapping, a seam in the word
-    plan = list(policy.windows(start, stop, opening=opening, budget=lambda: budget, boundaries=word_boundaries(u)))
+    plan = list(policy.windows(start, stop, opening=opening, budget=lambda: budget, boundaries=boundaries))
     assert [_inside_a_word(u, b) for _, b in plan[sized:-1]] == [None] * len(plan[sized:-1])
 
     pieces = decode_windows(
@@ -72,7 +73,7 @@ def test_seams_after_the_first_fall_between_words(
         budget=lambda: budget,
         tail=u.tail,
         speech_end=u.speech_end,
-        boundaries=word_boundaries(u),
+        boundaries=boundaries,
     )
     samples = np.concatenate([p for p, _ in pieces])
     assert corpus_wer([(text, asr.transcribe(samples, 24_000).text)]) == 0
