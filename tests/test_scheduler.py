@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 import threading
 import time
@@ -192,6 +193,31 @@ async def test_an_engine_failure_fails_one_job_not_the_worker() -> None:
         assert len(await asyncio.wait_for(pieces(good), 10)) == 2
     finally:
         await scheduler.stop()
+
+
+class CausedEngine(FakeEngine):
+    """Fails as ONNX Runtime does: "terminated" as a cancel stopped through its terminate flag,
+    "broken" as a fault, each with the library's error as the cause."""
+
+    def stream(self, text: str, **_: object) -> Iterator[AudioPiece]:
+        if text == "terminated":
+            raise SynthesisCancelled("synthesis cancelled") from RuntimeError("Fail: terminate flag is set")
+        raise EngineError("synthesis failed") from RuntimeError("Fail: bad input")
+        yield  # a generator, as a stream is
+
+
+async def test_a_cancel_is_not_logged_as_a_warning_and_a_fault_is(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="speakstream.scheduler")
+    scheduler = Scheduler(CausedEngine())
+    await scheduler.start()
+    try:
+        for text, error in (("terminated", SynthesisCancelled), ("broken", EngineError)):
+            with pytest.raises(error):
+                await asyncio.wait_for(pieces(scheduler.submit("a", text, 0, text, voice="af_heart", speed=1.0)), 10)
+    finally:
+        await scheduler.stop()
+    levels = {r.getMessage().split(":")[0]: r.levelno for r in caplog.records}
+    assert levels == {"terminated": logging.DEBUG, "broken": logging.WARNING}
 
 
 async def test_the_engine_sizes_windows_by_the_reply_s_playback_clock() -> None:

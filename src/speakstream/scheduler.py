@@ -378,7 +378,10 @@ class Scheduler:
                 self._first_window_s += 0.3 * (time.perf_counter() - started - self._first_window_s)
         except SpeakstreamError as exc:
             if exc.__cause__ is not None:  # what the client is not told (paths, library text)
-                log.warning("%s: %s: %r", job.request_id, exc.message, exc.__cause__)
+                # a cancel stops inference through ONNX Runtime's terminate flag, which surfaces as
+                # its own error: the expected end of a cancelled request, not a fault
+                level = logging.DEBUG if isinstance(exc, SynthesisCancelled) else logging.WARNING
+                log.log(level, "%s: %s: %r", job.request_id, exc.message, exc.__cause__)
             self._finish(job, None, exc)
         except Exception as exc:  # an engine bug must fail one request, not the worker
             log.exception("%s: synthesis failed", job.request_id)

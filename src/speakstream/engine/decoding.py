@@ -106,10 +106,16 @@ class WindowPolicy:
             size = int(self.later_first_frames if index == 0 else previous * self.growth)
         return max(1, min(self.max_frames, max(self.first_frames, self.min_frames, size)))
 
+    @property
+    def shortest(self) -> int:
+        """No window or rest after a cut or a moved seam is shorter (a sliver would cost its
+        context for almost no audio, and sound different)."""
+        return max(2, self.first_frames)
+
     def cut(self, start: int, size: int, end: int) -> int:
         """Where a window of ``size`` from ``start`` ends: never leaving a sliver before ``end``."""
         stop = min(end, start + size)
-        return end if end - stop < max(2, self.first_frames) else stop
+        return end if end - stop < self.shortest else stop
 
     def snap(self, start: int, stop: int, end: int, boundaries: Sequence[int]) -> int:
         """``stop`` moved to a word boundary: the last within ``snap_frames`` before it, else the
@@ -117,8 +123,7 @@ class WindowPolicy:
         ``first_frames`` long. A seam between words is inaudible; one inside a word can break it (a
         seam 3 frames into "booking" made Whisper hear "book, hang on", and one 12 frames in, "book
         in"). Later only by a little: a window's compute stays within its budget's safety share."""
-        least = max(2, self.first_frames)
-        fits = [b for b in boundaries if b - start >= least and end - b >= least]
+        fits = [b for b in boundaries if b - start >= self.shortest and end - b >= self.shortest]
         before = [b for b in fits if stop - self.snap_frames <= b <= stop]
         after = [b for b in fits if stop < b <= stop + self.snap_ahead_frames]
         return before[-1] if before else after[0] if after else stop
