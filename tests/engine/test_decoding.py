@@ -80,6 +80,7 @@ def test_any_window_plan_gives_the_whole_decode(
         growth=growth,
         max_frames=max(first, maximum),
         context_frames=context,
+        gap_context_frames=data.draw(st.integers(1, 20)),
         min_frames=data.draw(st.integers(1, 60)),
         lead_context_frames=context,
         crossfade_samples=crossfade,
@@ -138,6 +139,31 @@ def test_budgeted_windows_cost_no_more_than_the_budget() -> None:
     assert sum(len(p) for p, _ in pieces) == 540 * FRAME_SAMPLES
     assert spans[0] == policy.first_frames + policy.lead_context_frames + policy.context_frames
     assert all(span <= budget for span, budget in zip(spans[1:-1], budgets, strict=False))
+
+
+def test_a_seam_between_words_is_decoded_with_less_context_than_one_inside_a_word() -> None:
+    policy = WindowPolicy(first_frames=20, min_frames=32, max_frames=160, context_frames=12, gap_context_frames=8)
+    spans: list[tuple[int, int]] = []
+    f0 = np.full((1, 2 * 300), 120.0, dtype=np.float32)
+
+    def decode(start: int, stop: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
+        spans.append((start, stop))
+        return np.zeros((stop - start) * FRAME_SAMPLES, np.float32)
+
+    pieces = decode_windows(
+        decode,
+        f0,
+        300,
+        head=0,
+        end=250 * FRAME_SAMPLES,
+        harmonics=HARMONICS,
+        rate=24_000.0,
+        policy=policy,
+        boundaries=[55],
+    )
+    assert sum(len(p) for p, _ in pieces) == 250 * FRAME_SAMPLES
+    # windows (0, 20) (20, 55) (55, 180) (180, 250): the seams at 20 and 180 fall inside words, 55 between
+    assert spans == [(0, 32), (8, 63), (47, 192), (168, 262)]
 
 
 def test_the_carried_phase_is_the_running_sum_of_the_pitch() -> None:

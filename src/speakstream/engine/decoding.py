@@ -68,7 +68,13 @@ class WindowPolicy:
     """... and at most 4 s (about 1.3 s of compute here): first windows jump the queue, and a
     window of another session is what they may have to wait for."""
     context_frames: int = 12
-    """Frames decoded on each side of a window and thrown away (the convolutions' reach)."""
+    """Frames decoded on each side of a window and thrown away (the convolutions' reach), at a seam
+    inside a word, where a seam can break the word: a seam forced at each of 290 frames of four
+    sentences made Whisper mishear a word at 3 positions with 8 frames and at 2 with 12."""
+    gap_context_frames: int = 8
+    """... and at a seam between words, where the audio is near silence. With 8 everywhere, the
+    bench's 35 utterances gave the same WER, log-mel distance and seam steps as with 12, so seams
+    between words (most of them, see ``snap``) cost a third less decoded twice."""
     lead_context_frames: int = 4
     """Context before the first window of a chunk, whose left side is the silence before speech."""
     crossfade_samples: int = 96
@@ -89,6 +95,7 @@ class WindowPolicy:
             later_first_frames=1 << 30,
             max_frames=1 << 30,
             context_frames=0,
+            gap_context_frames=0,
             lead_context_frames=0,
             crossfade_samples=0,
         )
@@ -250,10 +257,15 @@ def decode_windows(
     crossfade = policy.crossfade_samples
     stitch = _Stitcher(head, end, crossfade, fade, tail, tail_threshold_db, speech_end)
     windows = policy.windows(first, stop, opening=opening, budget=budget, boundaries=boundaries)
+    gaps = frozenset(boundaries)
+
+    def reach(seam: int) -> int:
+        return policy.gap_context_frames if seam in gaps else policy.context_frames
+
     for index, (a, b) in enumerate(windows):
         final = b == stop
-        left = policy.lead_context_frames if index == 0 else policy.context_frames
-        s, e = max(0, a - left), min(frames, b + policy.context_frames)
+        left = policy.lead_context_frames if index == 0 else reach(a)
+        s, e = max(0, a - left), min(frames, b + (policy.context_frames if final else reach(b)))
         audio = decode(s, e, sine_phase(f0, 2 * s, harmonics, rate))
         lo = (a - s) * FRAME_SAMPLES - (crossfade if index else 0)
         hi = (b - s) * FRAME_SAMPLES + (0 if final else crossfade)

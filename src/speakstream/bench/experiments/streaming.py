@@ -61,6 +61,7 @@ def _policy(policy: WindowPolicy) -> dict[str, float]:
         "min_frames": policy.min_frames,
         "lead_context_frames": policy.lead_context_frames,
         "context_frames": policy.context_frames,
+        "gap_context_frames": policy.gap_context_frames,
         "growth": policy.growth,
         "crossfade_samples": policy.crossfade_samples,
         "safety": policy.safety,
@@ -259,6 +260,7 @@ def markdown(result: dict[str, Any]) -> str:
         "while other sessions wait), "
         f"up to {p['max_frames']}; used directly, the engine grows them {p.get('growth', 2.5)}x. Context: "
         f"{p.get('lead_context_frames', 16)} frames before a chunk's first window (silence), "
+        f"{p.get('gap_context_frames', p['context_frames'])} around a seam between words and "
         f"{p['context_frames']} around every other side, and no window after the first sized under "
         f"{p.get('min_frames', 0)} frames, the last included (the decoder's instance norms need a span to "
         "sound right); seams after the first moved to fall between words: back by up to "
