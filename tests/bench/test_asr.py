@@ -20,3 +20,14 @@ def test_no_subtitle_credits_over_a_silent_tail(multilingual_asr: Recognizer) ->
     heard = multilingual_asr.transcribe(samples, 16_000, "zh").text
     assert "作词" not in heard and "作曲" not in heard
     assert error_rate([("感谢您的耐心等待，我找到了您的预订。", heard)], "zh") <= 0.1, heard
+
+
+def test_no_sentence_made_up_over_a_near_silent_tail(multilingual_asr: Recognizer) -> None:
+    """The same reply made on an AMD EPYC core (other window sizes), ending in 0.4 s at -80 dB,
+    over which Whisper base wrote "这些东西,这些都是很重要的," with every word at the audio's last
+    instant (no-speech 0.65 and log-prob -0.63, so the no-speech rule kept it): CER 0.88. An
+    improbable segment with silence around it is dropped (``HALLUCINATION_SILENCE_S``)."""
+    samples = np.load(DATA / "zh_hallucinated_tail.npy")  # float32 at 16 kHz, exactly as it was heard
+    heard = multilingual_asr.transcribe(samples, 16_000, "zh").text
+    assert "这些" not in heard
+    assert error_rate([("感谢您的耐心等待，我找到了您的预订。", heard)], "zh") <= 0.15, heard
