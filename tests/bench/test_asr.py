@@ -23,7 +23,7 @@ def test_no_subtitle_credits_over_a_silent_tail(multilingual_asr: Recognizer) ->
 
 
 def test_no_sentence_made_up_over_a_near_silent_tail(multilingual_asr: Recognizer) -> None:
-    """The same reply made on an AMD EPYC core (other window sizes), ending in 0.4 s at -80 dB,
+    """The same reply made on an AMD EPYC without AVX-512 (other window sizes), ending in 0.4 s at -80 dB,
     over which Whisper base wrote "这些东西,这些都是很重要的," with every word at the audio's last
     instant (no-speech 0.65 and log-prob -0.63, so the no-speech rule kept it): CER 0.88. An
     improbable segment with silence around it is dropped (``HALLUCINATION_SILENCE_S``)."""

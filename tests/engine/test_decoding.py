@@ -192,3 +192,19 @@ def test_later_seams_move_back_between_words() -> None:
     # a later chunk's first window (sized by the budget, not for a waiting listener) snaps too:
     later = list(policy.windows(0, 300, opening=False, budget=lambda: 100.0, boundaries=[40, 120]))
     assert later[0] == (0, 40)  # planned (0, 51): int(100 x 0.75) - 2 x 12
+
+
+def test_a_slow_decoder_opens_a_reply_with_a_longer_window() -> None:
+    """The opening window's audio covers the next window's compute (32 frames with 12 + 8 of
+    context, within 0.9 of it), from ``first_frames`` up to ``min_frames``."""
+    policy = WindowPolicy(first_frames=20, min_frames=32, context_frames=12, gap_context_frames=8)
+    assert policy.opening(None) == 20  # not measured yet
+    assert policy.opening(0.0005) == 20  # a GPU: never under first_frames
+    assert policy.opening(0.0078) == 20  # 52 x 7.8 ms = 406 ms <= 0.9 x 500 ms
+    assert policy.opening(0.0099) == 23  # 515 ms <= 0.9 x 575 ms: an AMD EPYC's 2 cores
+    assert policy.opening(0.0103) == 24  # 536 ms <= 0.9 x 600 ms; 23 frames (575 ms) would leave under 10%
+    assert policy.opening(0.05) == 32  # slower than real time: a gap comes anyway; first audio stays bounded
+    plan = list(policy.windows(0, 100, opening_frames=policy.opening(0.0103)))
+    assert plan[0] == (0, 24)
+    later = list(policy.windows(0, 100, opening=False, opening_frames=24, budget=lambda: 1000.0))
+    assert later[0] == (0, 100)  # a later chunk is sized by its budget

@@ -184,3 +184,22 @@ def test_a_paused_window_is_run_again_and_comes_out_the_same(kokoro: KokoroEngin
     worker.join(30)
     assert len(result) == 1
     np.testing.assert_allclose(result[0], plain, atol=1e-5)
+
+
+def test_the_window_opening_a_reply_is_sized_for_the_measured_decoder(kokoro: KokoroEngine) -> None:
+    """The fewest seconds a frame the decoder has taken (its speed, unloaded) sizes the opening
+    window (``WindowPolicy.opening``): longer on a slow device, so the next window is made in time."""
+    model = kokoro.windowed
+    assert model is not None
+    text = "Your flight leaves tomorrow morning."
+    kokoro.synthesize(text, voice="af_heart")  # one window of over 16 frames: a measurement
+    measured = model.device_frame_s
+    assert measured is not None and measured > 0
+    try:
+        for frame_s, frames in ((0.0005, 20), (0.0103, 24)):
+            model.device_frame_s = frame_s
+            first = next(iter(kokoro.stream(text, voice="af_heart")))
+            assert (frames - 1) * FRAME_SAMPLES < len(first.samples) <= frames * FRAME_SAMPLES
+            assert model.device_frame_s is not None and model.device_frame_s <= frame_s  # measured again
+    finally:
+        model.device_frame_s = measured

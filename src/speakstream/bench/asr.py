@@ -67,7 +67,8 @@ HALLUCINATION_SILENCE_S = 1.0
 """A segment of improbable or zero-length words with silence around it is dropped (faster-whisper's
 ``hallucination_silence_threshold``): over the 0.4 s of near-silence (-80 dB) ending a Chinese reply,
 Whisper base wrote "这些东西,这些都是很重要的," (no-speech 0.65 but log-prob -0.63, so the no-speech
-rule kept it), every word at the audio's last instant, failing a check on AMD EPYC in 7 of 12 runs."""
+rule kept it), every word at the audio's last instant, failing a check on an AMD EPYC without
+AVX-512 in 7 of 12 runs."""
 PROMPTS = {"zh": "以下是普通话的句子。"}
 """Whisper writes Chinese in traditional characters unless a prompt in simplified ones steers it."""
 

@@ -54,7 +54,11 @@ class WindowPolicy:
     first_frames: int = 20
     """The first window of a chunk that opens a reply (0.5 s): the listener is waiting for it. It
     must hold enough audio for the next window (``min_frames`` and its context) to be decoded
-    while it plays, or the listener hears a gap: 20 is the smallest that does on 2 CPU cores."""
+    while it plays, or the listener hears a gap: 20 is the smallest that does on the 2 cores (AMD
+    EPYC with AVX-512 VNNI) the README's bench ran on. A slower decoder gets more (``opening``)."""
+    opening_safety: float = 0.9
+    """Share of the opening window's audio the next window's compute may take (``opening``): at 0.9
+    the bench machine's 20 frames stay 20."""
     min_frames: int = 32
     """The smallest window a budget sizes after it (a seam moved to a gap between words may leave
     one as short as ``first_frames``). The decoder's instance norms take their statistics over the
@@ -100,18 +104,33 @@ class WindowPolicy:
             crossfade_samples=0,
         )
 
-    def size(self, index: int, previous: int, *, opening: bool, budget: float | None) -> int:
+    def size(self, index: int, previous: int, *, opening: bool, budget: float | None, first: int | None = None) -> int:
         """Frames of window ``index`` (``previous``: the size of the one before; ``budget``: the
-        frames the decoder can make before the listener's buffer runs dry, None if not known)."""
+        frames the decoder can make before the listener's buffer runs dry, None if not known;
+        ``first``: the opening window's size, default ``first_frames``)."""
         if budget is None:
             size = None
         else:
             size = self.max_frames if math.isinf(budget) else int(budget * self.safety) - 2 * self.context_frames
         if index == 0 and (opening or (size is not None and size < self.min_frames)):
-            return max(1, self.first_frames)  # the listener is waiting (or soon will be) for this one
+            return max(1, first or self.first_frames)  # the listener is waiting (or soon will be) for this one
         if size is None:
             size = int(self.later_first_frames if index == 0 else previous * self.growth)
         return max(1, min(self.max_frames, max(self.first_frames, self.min_frames, size)))
+
+    def opening(self, frame_s: float | None) -> int:
+        """Frames of the window that opens a reply on a decoder taking ``frame_s`` seconds a frame
+        (None: not measured yet): ``first_frames``, or as many as it takes for the window after it
+        (``min_frames``, a seam inside a word before it and one between words after it) to be
+        decoded while it plays, up to ``min_frames``. On 2 cores of an AMD EPYC without AVX-512
+        (about 9.9 ms a frame, against 8.2 with it) that is 23: over 6 replies each of the
+        40-word sentence and the four sentences as one message, 1 gap (26 ms) against 14 (1,273
+        ms) with 20, for first audio 14-28 ms later."""
+        if not frame_s:
+            return self.first_frames
+        after = self.min_frames + self.context_frames + self.gap_context_frames
+        need = math.ceil(after * frame_s * SAMPLE_RATE / (FRAME_SAMPLES * self.opening_safety))
+        return max(self.first_frames, min(self.min_frames, need))
 
     @property
     def shortest(self) -> int:
@@ -143,15 +162,17 @@ class WindowPolicy:
         opening: bool = True,
         budget: Budget | None = None,
         boundaries: Sequence[int] = (),
+        opening_frames: int | None = None,
     ) -> Iterator[tuple[int, int]]:
         """Windows ``[a, b)`` of frames that tile ``[start, end)``; ``budget`` is read just before
         each window is sized (never for the first window of an opening chunk: the listener waits).
         ``boundaries``: frames between words (ascending), where seams go (all but the end of an
-        opening chunk's first window)."""
+        opening chunk's first window). ``opening_frames``: the first window's size (see ``opening``)."""
         a, size, index = start, 0, 0
         while a < end:
             waiting = index == 0 and opening
-            size = self.size(index, size, opening=opening, budget=budget() if budget and not waiting else None)
+            sized = budget() if budget and not waiting else None
+            size = self.size(index, size, opening=opening, budget=sized, first=opening_frames)
             b = self.cut(a, size, end)
             if (index or not opening) and b < end:  # the opening window is sized for the waiting listener
                 b = self.snap(a, b, end, boundaries)
@@ -248,15 +269,19 @@ def decode_windows(
     tail_threshold_db: float = -42.0,
     speech_end: int = 0,
     boundaries: Sequence[int] = (),
+    opening_frames: int | None = None,
 ) -> Iterator[tuple[NDArray[np.float32], bool]]:
     """The audio of samples ``[head, end)`` of an utterance of ``frames`` frames, window by window
     (with whether it is the last). ``budget`` sizes each window after the first (see ``WindowPolicy``);
-    ``boundaries`` are the frames between words, where seams go when they can."""
+    ``boundaries`` are the frames between words, where seams go when they can; ``opening_frames``:
+    the first window's size (``WindowPolicy.opening``)."""
     first, last = head // FRAME_SAMPLES, min(frames, math.ceil(end / FRAME_SAMPLES))
     stop = max(first + 1, last)
     crossfade = policy.crossfade_samples
     stitch = _Stitcher(head, end, crossfade, fade, tail, tail_threshold_db, speech_end)
-    windows = policy.windows(first, stop, opening=opening, budget=budget, boundaries=boundaries)
+    windows = policy.windows(
+        first, stop, opening=opening, budget=budget, boundaries=boundaries, opening_frames=opening_frames
+    )
     gaps = frozenset(boundaries)
 
     def reach(seam: int) -> int:

@@ -35,6 +35,8 @@ from speakstream.types import SAMPLE_RATE, AudioPiece, SynthesisTimings, WordTim
 
 FRAME_COST_GUESS_S = 0.009
 """Decoder seconds per frame before any is measured (2 CPU cores: about a third of real time)."""
+SPEED_WINDOW_FRAMES = 16
+"""Windows this long or longer measure the device's speed (a shorter one is mostly overhead)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,10 @@ class WindowedModel:
         self.policy = policy
         self.frame_cost_s = FRAME_COST_GUESS_S if self.providers[0] == "CPUExecutionProvider" else 0.0005
         """Decoder seconds per frame decoded, measured (a moving average over windows)."""
+        self.device_frame_s: float | None = None
+        """The fewest decoder seconds per frame measured on a window of ``SPEED_WINDOW_FRAMES`` or
+        more: the device's own speed (``frame_cost_s`` also carries other sessions' load), which
+        sizes the window that opens a reply (``WindowPolicy.opening``)."""
 
     def stream(
         self,
@@ -155,6 +161,7 @@ class WindowedModel:
             tail_threshold_db=edges.threshold_db,
             speech_end=u.speech_end,
             boundaries=word_boundaries(u),
+            opening_frames=policy.opening(self.device_frame_s),
         )
 
     def front(
@@ -197,6 +204,8 @@ class WindowedModel:
         (audio,), seconds = inference.run(self.decoder_session, ["audio"], feed, cancel, expected_s)
         cost = seconds / max(1, end - start)
         self.frame_cost_s += 0.3 * (cost - self.frame_cost_s)
+        if end - start >= SPEED_WINDOW_FRAMES:
+            self.device_frame_s = min(cost, self.device_frame_s or cost)
         return np.asarray(audio, dtype=np.float32).ravel()
 
 

@@ -51,12 +51,16 @@ async def run(ctx: BenchContext) -> dict[str, Any]:
         raise RuntimeError("the engine runs a whole graph (graph != fast): nothing to compare")
     fidelity = await asyncio.to_thread(_fidelity, ctx, engine, engine.windowed)
     latency = await _latency(ctx, engine.windowed) if ctx.runtime is not None else None
-    return {"fidelity": fidelity, "latency": latency, "policy": _policy(engine.windowed.policy)}
+    return {"fidelity": fidelity, "latency": latency, "policy": _policy(engine.windowed)}
 
 
-def _policy(policy: WindowPolicy) -> dict[str, float]:
+def _policy(model: WindowedModel) -> dict[str, float | None]:
+    policy, frame_s = model.policy, model.device_frame_s
     return {
         "first_frames": policy.first_frames,
+        "opening_frames": policy.opening(frame_s),
+        "device_frame_ms": None if frame_s is None else round(1000 * frame_s, 2),
+        "opening_safety": policy.opening_safety,
         "max_frames": policy.max_frames,
         "min_frames": policy.min_frames,
         "lead_context_frames": policy.lead_context_frames,
@@ -136,6 +140,7 @@ def _decode(
         policy=policy,
         budget=budget,
         boundaries=word_boundaries(u),
+        opening_frames=policy.opening(model.device_frame_s) if served else None,
     )
     for samples, _ in windowed:
         first = first or time.perf_counter() - started
@@ -251,10 +256,21 @@ def _served(playbacks: list[Playback]) -> dict[str, float]:
     }
 
 
+def _opening(p: dict[str, Any]) -> str:
+    """The opening window's size, and why when the decoder's speed made it longer than the least."""
+    frames, least = p.get("opening_frames", p["first_frames"]), p["first_frames"]
+    if frames == least:
+        return str(least)
+    return (
+        f"{frames} (at least {least}, more on a slow decoder: at {p['device_frame_ms']} ms a frame here, "
+        f"{frames} for the next window's compute to fit in {p['opening_safety']} of its audio)"
+    )
+
+
 def markdown(result: dict[str, Any]) -> str:
     f, p = result["fidelity"], result["policy"]
     lines = [
-        f"Windows (frames of 25 ms): {p['first_frames']} first in the chunk that opens a reply; after it, "
+        f"Windows (frames of 25 ms): {_opening(p)} first in the chunk that opens a reply; after it, "
         "through the server, each window as large as the listener's buffer allows (its compute, context "
         f"included, within {p.get('safety', 0.75)} of the audio buffered; the largest when a listener ran dry "
         "while other sessions wait), "
