@@ -4,17 +4,20 @@ backoff and says so; the HTTP helpers send again what failed before its first by
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import httpx
 import pytest
 
 from speakstream.client import Backoff, ControlEvent, Reconnect, SpeechSession, fetch_audio, stream_audio
 from speakstream.client.session import RECONNECTED
+from speakstream.config import ServerConfig
 from speakstream.engine.fake import FakeEngine
 from speakstream.errors import SpeakstreamError
 from speakstream.loadtest.harness import free_port
 from speakstream.loadtest.servers import start_server
+from speakstream.server.app import create_app
 from speakstream.server.serve import ThreadedServer
 
 QUICK = Backoff(attempts=30, first_s=0.05, max_s=0.3)
@@ -28,6 +31,16 @@ def port() -> int:
 
 def serve_on(port: int) -> ThreadedServer:
     return start_server(FakeEngine(seconds_per_char=0.002), port=port)
+
+
+def serve_slow_to_load(port: int, load_s: float = 1.0) -> ThreadedServer:
+    """A server that listens at once but whose engine takes ``load_s`` to load: 503 until then."""
+
+    def load() -> FakeEngine:
+        time.sleep(load_s)
+        return FakeEngine(seconds_per_char=0.002)
+
+    return ThreadedServer(create_app(ServerConfig(), engine_factory=load), port=port).start()
 
 
 @pytest.fixture
@@ -48,9 +61,11 @@ async def collect_into(blocks: list[bytes], stream: AsyncIterator[bytes]) -> Non
         blocks.append(block)
 
 
-async def restart_later(port: int, servers: list[ThreadedServer], delay_s: float) -> None:
+async def restart_later(
+    port: int, servers: list[ThreadedServer], delay_s: float, serve: Callable[[int], ThreadedServer] = serve_on
+) -> None:
     await asyncio.sleep(delay_s)
-    servers.append(await asyncio.to_thread(serve_on, port))
+    servers.append(await asyncio.to_thread(serve, port))
 
 
 async def test_session_reconnects_after_a_shutdown_and_says_so(port: int, servers: list[ThreadedServer]) -> None:
@@ -119,11 +134,14 @@ async def test_the_session_gives_up_after_its_attempts(port: int, servers: list[
 
 async def test_http_waits_for_a_server_that_comes_back(port: int, servers: list[ThreadedServer]) -> None:
     heard: list[Reconnect] = []
-    restart = asyncio.create_task(restart_later(port, servers, 0.5))
+    restart = asyncio.create_task(restart_later(port, servers, 0.5, serve_slow_to_load))
     result = await fetch_audio(f"http://127.0.0.1:{port}", TEXT, retry=QUICK, on_reconnect=heard.append)
     await restart
     assert len(result.audio) > 0
-    assert heard and all(r.code == 0 for r in heard)  # connection refused, then served
+    # Connection refused while it is down, then 503 (Retry-After) while its engine loads, then served.
+    codes = [r.code for r in heard]
+    refused = codes.count(0)
+    assert refused and codes == [0] * refused + [503] * (len(codes) - refused) and codes[-1] == 503, heard
 
 
 async def test_http_without_retries_fails_at_once(port: int) -> None:
