@@ -82,9 +82,11 @@ class Recognizer:
         path = multilingual_model_dir() if multilingual else model_dir()
         self._model = WhisperModel(str(path), device="cpu", compute_type="int8", cpu_threads=2)
         self._lock = threading.Lock()
-        # multilingual: greedy only (no sampled retries, so a transcript is repeatable), and no
-        # trigram twice, which stops the loops Whisper base can fall into
-        self._greedy = multilingual
+        # greedy only: faster-whisper's sampled retries (temperature fallback) are random, so a
+        # check could pass one run and fail the next; English text that really repeats (a
+        # paragraph said four times) set them off every run. Multilingual: no trigram twice
+        # either, which stops the loops Whisper base can fall into
+        self._multilingual = multilingual
 
     def transcribe(self, samples: NDArray[np.float32], sample_rate: int, language: str = "en") -> Transcript:
         audio = samples if sample_rate == WHISPER_RATE else soxr.resample(samples, sample_rate, WHISPER_RATE)
@@ -103,7 +105,8 @@ class Recognizer:
                 no_speech_threshold=NO_SPEECH_THRESHOLD,
                 initial_prompt=PROMPTS.get(language),
                 hallucination_silence_threshold=HALLUCINATION_SILENCE_S,
-                **({"temperature": 0.0, "no_repeat_ngram_size": 3} if self._greedy else {}),
+                temperature=0.0,
+                **({"no_repeat_ngram_size": 3} if self._multilingual else {}),
             )
             segments = list(segments)
         words = tuple((w.word.strip(), float(w.start), float(w.end)) for s in segments for w in (s.words or []))
