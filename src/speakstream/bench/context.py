@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from speakstream.engine.kokoro import KokoroEngine
+from speakstream.text import split_sentences
 
 
 @dataclass(slots=True)
@@ -27,6 +28,13 @@ class BenchContext:
 
     def trials(self, full: int, quick: int = 1) -> int:
         return quick if self.quick else full
+
+    def sized(self, text: str, quick_sentences: int = 1) -> str:
+        """``text``, or in a quick run its first sentences only: a quick run checks that an
+        experiment works end to end, and a reply's later sentences only add seconds of synthesis."""
+        if not self.quick:
+            return text
+        return " ".join(span.text for span in split_sentences(text)[:quick_sentences])
 
 
 class EngineHolder:

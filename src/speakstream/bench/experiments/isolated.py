@@ -25,7 +25,7 @@ WHOLE, FIRST, OURS, ONE_BY_ONE = (
 
 
 async def run(ctx: BenchContext) -> dict[str, Any]:
-    text = bench_text()
+    text = ctx.sized(bench_text(), quick_sentences=2)
     sentences = [s.text for s in split_sentences(text)]
     runs: dict[str, list[dict[str, Any]]] = {v: [] for v in (WHOLE, FIRST, OURS, ONE_BY_ONE)}
     trials = ctx.trials(5, 1)

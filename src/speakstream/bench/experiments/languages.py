@@ -98,7 +98,8 @@ async def _first_audio(ctx: BenchContext) -> dict[str, Any]:
         for trial in range(trials):
             order = list(times) if trial % 2 == 0 else list(reversed(times))
             for tag in order:
-                _, playback = await speak_timed(session, language_samples()[tag]["reply"], voice=voices[tag])
+                reply = ctx.sized(language_samples()[tag]["reply"])
+                _, playback = await speak_timed(session, reply, voice=voices[tag])
                 times[tag].append(round(playback.ttfa_s * 1000, 1))
             ctx.say(f"languages first audio trial {trial + 1}/{trials}")
     return {tag: {"voice": voices[tag], "ttfa_ms": summary(values)} for tag, values in times.items()}

@@ -214,7 +214,7 @@ def _seam_plot(whole: NDArray[np.float32], windowed: NDArray[np.float32], seam: 
 
 async def _latency(ctx: BenchContext, model: WindowedModel) -> dict[str, Any]:
     """First audio through the server, the engine switched between the two decodings per trial."""
-    windowed, four = model.policy, bench_text()
+    windowed, four = model.policy, ctx.sized(bench_text(), quick_sentences=2)
     cases = {
         "40 words, chunking none": (FORTY_WORDS, "none"),
         "four sentences, one message": (four, "none"),

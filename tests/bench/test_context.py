@@ -1,0 +1,28 @@
+"""A quick run shortens the replies it speaks; a full run speaks them whole."""
+
+from pathlib import Path
+
+from speakstream.bench.context import BenchContext, EngineHolder
+from speakstream.data import bench_text, language_samples
+
+REPLY = "Thanks for waiting. Your flight leaves at nine. I moved your seat. Anything else?"
+
+
+def context(quick: bool) -> BenchContext:
+    return BenchContext(out=Path("."), quick=quick, ws_url="", http_url="", engine_source=EngineHolder())
+
+
+def test_a_full_run_speaks_the_whole_reply() -> None:
+    assert context(quick=False).sized(REPLY) == REPLY
+
+
+def test_a_quick_run_speaks_the_first_sentences() -> None:
+    assert context(quick=True).sized(REPLY) == "Thanks for waiting."
+    assert context(quick=True).sized(REPLY, quick_sentences=2) == "Thanks for waiting. Your flight leaves at nine."
+
+
+def test_a_quick_run_keeps_a_sentence_of_every_language_and_of_the_bench_text() -> None:
+    for sample in language_samples().values():
+        first = context(quick=True).sized(sample["reply"])
+        assert first and sample["reply"].startswith(first) and len(first) < len(sample["reply"])
+    assert bench_text().startswith(context(quick=True).sized(bench_text(), quick_sentences=2))
