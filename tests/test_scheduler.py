@@ -66,7 +66,7 @@ async def pieces(job: Job) -> list[AudioPiece]:
 
 
 @contextlib.asynccontextmanager
-async def holding(**options: bool) -> AsyncIterator[tuple[Scheduler, StepEngine, Job]]:
+async def holding(**options: int) -> AsyncIterator[tuple[Scheduler, StepEngine, Job]]:
     """A scheduler whose one worker is busy with the first window of 'hold' until the gate opens."""
     engine = StepEngine()
     scheduler = Scheduler(engine, max_queue=16, **options)
@@ -320,6 +320,60 @@ async def test_a_first_window_pauses_a_later_window_instead_of_waiting(
     engine.second_gate.set()
     await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(job)), 10)
     assert engine.log == ["hold:0", "b0:0", "hold:1", "b0:1"]  # b's later window waits its turn
+
+
+async def test_with_two_workers_a_first_window_still_pauses_a_later_one_rather_than_share_the_cores() -> None:
+    async with holding(workers=2) as (scheduler, engine, hold):
+        await _hold_in_second_window(scheduler, engine)  # one worker in "hold"'s window, one free
+        job = _submit(scheduler, "b", 0)
+        first = await asyncio.wait_for(anext(job.stream()), 10)
+        assert first.index == 0 and engine.log[:2] == ["hold:0", "b0:0"] and hold.preempted
+        engine.second_gate.set()  # (b's later window may run beside "hold": the other worker is free)
+        await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(job)), 10)
+        assert sorted(engine.log) == ["b0:0", "b0:1", "hold:0", "hold:1"]
+
+
+async def test_with_two_workers_two_sessions_later_windows_run_at_once() -> None:
+    async with holding(workers=2) as (scheduler, engine, hold):
+        await _hold_in_second_window(scheduler, engine)
+        later = _submit(scheduler, "a", 1)  # not a first window: the free worker takes it beside "hold"
+        await asyncio.wait_for(pieces(later), 10)
+        assert engine.log == ["hold:0", "a1:0", "a1:1"] and not hold.preempted
+        engine.second_gate.set()
+        await asyncio.wait_for(pieces(hold), 10)
+
+
+async def test_with_two_workers_a_first_window_waits_for_a_later_one_it_may_not_pause() -> None:
+    async with holding(workers=2, preempt=False) as (scheduler, engine, hold):
+        await _hold_in_second_window(scheduler, engine)
+        first = _submit(scheduler, "b", 0)
+        later = _submit(scheduler, "a", 1)  # and no later window starts while a first one waits
+        await asyncio.sleep(0.1)
+        assert engine.log == ["hold:0"]
+        engine.second_gate.set()
+        await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(first), pieces(later)), 10)
+        assert engine.log[:3] == ["hold:0", "hold:1", "b0:0"]
+
+
+async def test_with_two_workers_first_windows_run_together_and_later_ones_wait_for_them() -> None:
+    engine = StepEngine()
+    engine.gate.clear()
+    scheduler = Scheduler(engine, max_queue=16, workers=2)
+    await scheduler.start()
+    try:
+        hold = scheduler.submit("holder", "h", 0, "hold", voice="af_heart", speed=1.0)  # a first window, held
+        await asyncio.wait_for(asyncio.to_thread(engine.busy.wait, 10), 15)
+        later = _submit(scheduler, "a", 1)
+        first = _submit(scheduler, "b", 0)
+        await asyncio.wait_for(anext(first.stream()), 10)  # beside the held first window
+        await asyncio.sleep(0.1)
+        assert engine.log == ["b0:0"]  # the later window waits while a first window runs
+        engine.gate.set()
+        await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(first), pieces(later)), 10)
+        assert engine.log.index("a1:0") > engine.log.index("hold:0")
+    finally:
+        engine.gate.set()
+        await scheduler.stop()
 
 
 async def test_a_window_is_paused_at_most_once(held: tuple[Scheduler, StepEngine, Job]) -> None:

@@ -120,6 +120,7 @@ class ServerConfig:
             model_dir=self.model_dir,
             graph=self.graph,
             intra_op_threads=self.intra_op_threads,
+            parallel=self.workers,
             spin_threads=self.spin_threads,
             languages=self.languages,
         )

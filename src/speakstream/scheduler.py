@@ -282,12 +282,20 @@ class Scheduler:
     def _pick(self) -> Job | None:
         """The next step: a waiting first window, else the next session in rotation; in both,
         the client whose turn is next goes first (then its oldest first window, or its next
-        session). Nothing while the urgent lane runs a first window: it has the cores."""
-        if self._urgent:
+        session). With two workers, two windows run at once on a share of the cores each
+        (``inference.Lanes``), but a first window only beside another first window: one alone
+        runs 1.5x faster, so it waits for a later window to end (or pauses it, ``_pick_urgent``)
+        and no later window starts while it runs or waits. Nothing while the urgent lane runs a
+        first window, or is about to: it has the cores."""
+        if self._urgent or self._pick_urgent() is not None:
             return None
         ready = self._ready()
-        if self.first_chunk_priority and (firsts := self._firsts(ready)):
-            ready = firsts
+        if not self.first_chunk_priority:
+            return self._next_of(ready)
+        if firsts := self._firsts(ready):  # it waits for a later window rather than share the cores with it
+            return None if any(not job.first_window for job in self._busy) else self._next_of(firsts)
+        if any(job.first_window for job in self._busy):  # a first window has the cores (or shares them
+            return None  # with first windows only)
         return self._next_of(ready)
 
     @staticmethod
@@ -303,9 +311,11 @@ class Scheduler:
         return min(ready, key=lambda job: turn.get(job.client, len(turn)))  # min keeps the first of equals
 
     def _pick_urgent(self) -> Job | None:
-        """A first window that would wait: every worker is busy, with a later window that can be
-        paused for it (or already is)."""
-        if not (self.preempt and self.first_chunk_priority) or len(self._busy) < self.workers or self._urgent:
+        """A first window that would wait, or share the cores: a worker is busy with a later window
+        that can be paused for it (or already is). With two workers, the other may be free: but a
+        first window beside another window runs on one core (``inference.Lanes``), about 1.5x
+        slower than alone on both, so the later window is paused for it all the same."""
+        if not (self.preempt and self.first_chunk_priority) or not self._busy or self._urgent:
             return None
         if not self._paused and not self._pausable():
             return None

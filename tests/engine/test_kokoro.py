@@ -203,3 +203,41 @@ def test_the_window_opening_a_reply_is_sized_for_the_measured_decoder(kokoro: Ko
             assert model.device_frame_s is not None and model.device_frame_s <= frame_s  # measured again
     finally:
         model.device_frame_s = measured
+
+
+def test_two_inferences_at_once_share_the_cores_and_say_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``parallel=2`` an inference that starts while another runs takes a narrow (one thread here)
+    copy of the model, and what it makes is what the model makes alone (to float rounding)."""
+    from speakstream.engine import inference
+    from speakstream.engine.kokoro import EngineConfig
+
+    engine = KokoroEngine(EngineConfig(parallel=2))
+    assert engine.windowed is not None
+    narrow = engine.windowed.decoder_sessions.narrow
+    assert len(narrow) == 2 and len(engine.windowed.front_sessions.narrow) == 2
+    alone = [engine.synthesize(text).samples for text in SENTENCES[:2]]
+    lent: list[bool] = []
+    lend = inference.Lanes.lend
+
+    def recording(self: inference.Lanes, wide: object, free: list[object]) -> object:
+        lent.append(bool(self.running and free))  # a narrow copy is lent
+        return lend(self, wide, free)
+
+    monkeypatch.setattr(inference.Lanes, "lend", recording)
+    together: list[np.ndarray] = [np.zeros(0)] * 2
+    start = threading.Barrier(2)
+
+    def speak(i: int) -> None:
+        start.wait()
+        for _ in range(2):
+            together[i] = engine.synthesize(SENTENCES[i]).samples
+
+    threads = [threading.Thread(target=speak, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert any(lent) and engine.windowed.lanes.running == 0
+    for mine, theirs in zip(together, alone, strict=True):
+        assert len(mine) == len(theirs)
+        assert np.abs(mine - theirs).max() < 1e-3

@@ -37,6 +37,12 @@ class EngineConfig:
     intra_op_threads: int = 0
     """Threads inside one inference (0: ONNX Runtime's default, the physical cores)."""
     inter_op_threads: int = 1
+    parallel: int = 1
+    """Inferences that may run at once (the server's ``workers``). Above 1 on a CPU, the engine
+    also loads that many narrow copies of the windowed model's two parts (each with an equal share
+    of the cores: one thread on 2 cores): an inference that starts while another runs takes one
+    (``inference.Lanes``), so two sessions' windows share the cores without each asking for all of
+    them; one alone still gets every core. Each copy costs about 230 MB of memory."""
     spin_threads: bool = False
     """Let ONNX Runtime's threads spin between kernels: a little faster on an idle machine, much
     slower when the cores are shared (an LLM on the same CPU), so off by default."""
@@ -88,13 +94,30 @@ class KokoroEngine(VoiceBankEngine):
         providers = pick_providers(self.config.providers)
         self.windowed: WindowedModel | None = None
         if self.config.graph == "fast":  # the fast graph, cut in two for windowed decoding
-            self.windowed = WindowedModel(self.assets, options, providers, self.config.windows)
+            narrow = self._narrow(options, providers)
+            self.windowed = WindowedModel(self.assets, options, providers, self.config.windows, narrow=narrow)
             self.providers = self.windowed.providers
         else:
             self.session = ort.InferenceSession(str(self.assets.graph(self.config.graph)), options, providers=providers)
             self.providers = self.session.get_providers()
             self._has_durations = len(self.session.get_outputs()) > 1
         self.device = "cuda" if "CUDAExecutionProvider" in self.providers else "cpu"
+
+    def _narrow(self, options: Any, providers: list[str]) -> tuple[Any, int] | None:
+        """Options for the narrow copies (an equal share of the cores each: one thread on 2
+        cores), and how many (None: no copies)."""
+        import onnxruntime as ort
+
+        if self.config.parallel < 2 or providers[0] != "CPUExecutionProvider":
+            return None
+        narrow = ort.SessionOptions()
+        narrow.graph_optimization_level = options.graph_optimization_level
+        cores = self.config.intra_op_threads or os.cpu_count() or 1
+        narrow.intra_op_num_threads = max(1, cores // self.config.parallel)
+        narrow.inter_op_num_threads = 1
+        narrow.log_severity_level = options.log_severity_level
+        narrow.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        return narrow, self.config.parallel
 
     def synthesize(
         self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None

@@ -64,13 +64,32 @@ class Utterance:
 
 
 class WindowedModel:
-    def __init__(self, assets: Assets, options: Any, providers: list[str], policy: WindowPolicy) -> None:
+    def __init__(
+        self,
+        assets: Assets,
+        options: Any,
+        providers: list[str],
+        policy: WindowPolicy,
+        *,
+        narrow: tuple[Any, int] | None = None,
+    ) -> None:
+        """``narrow``: (session options with a share of the cores, how many) copies of both parts,
+        for inferences that start while another runs (``inference.Lanes``)."""
         import onnxruntime as ort
 
-        self.front_session = ort.InferenceSession(str(assets.split("front")), options, providers=providers)
-        self.decoder_session = ort.InferenceSession(str(assets.split("decoder")), options, providers=providers)
-        self.providers = self.decoder_session.get_providers()
-        meta = self.decoder_session.get_modelmeta().custom_metadata_map
+        def load(part: str, part_options: Any) -> Any:
+            return ort.InferenceSession(str(assets.split(part)), part_options, providers=providers)
+
+        narrow_options, count = narrow or (None, 0)
+        self.lanes = inference.Lanes()
+        self.front_sessions = self.lanes.part(
+            load("front", options), [load("front", narrow_options) for _ in range(count)]
+        )
+        self.decoder_sessions = self.lanes.part(
+            load("decoder", options), [load("decoder", narrow_options) for _ in range(count)]
+        )
+        self.providers = self.decoder_sessions.wide.get_providers()
+        meta = self.decoder_sessions.wide.get_modelmeta().custom_metadata_map
         self.harmonics = np.array([float(h) for h in meta["sine_harmonics"].split(",")])
         self.rate = float(meta["sine_rate"])
         self.policy = policy
@@ -180,7 +199,7 @@ class WindowedModel:
             "style": style,
             "speed": np.array([speed], dtype=np.float32),
         }
-        (durations, features, f0, energy), _ = inference.run(self.front_session, None, feed, cancel)
+        (durations, features, f0, energy), _ = inference.run(self.front_sessions, None, feed, cancel)
         durations = np.asarray(durations).ravel()
         frames = int(durations.sum())
         first, last = speech_span(part, durations)
@@ -201,7 +220,7 @@ class WindowedModel:
             PHASE: phase,
         }
         expected_s = self.frame_cost_s * (end - start)
-        (audio,), seconds = inference.run(self.decoder_session, ["audio"], feed, cancel, expected_s)
+        (audio,), seconds = inference.run(self.decoder_sessions, ["audio"], feed, cancel, expected_s)
         cost = seconds / max(1, end - start)
         self.frame_cost_s += 0.3 * (cost - self.frame_cost_s)
         if end - start >= SPEED_WINDOW_FRAMES:

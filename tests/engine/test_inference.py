@@ -1,0 +1,79 @@
+"""Lanes: an inference alone runs on every core; one that starts beside it, on a share of them."""
+
+import threading
+from typing import Any
+
+import pytest
+
+from speakstream.engine.base import CancelToken
+from speakstream.engine.inference import Lanes, run
+
+
+class Session:
+    """Stands in for an ONNX Runtime session: records the inferences it runs."""
+
+    def __init__(self, name: str, gate: threading.Event | None = None) -> None:
+        self.name, self.gate, self.runs = name, gate, 0
+
+    def run(self, outputs: Any, feed: Any, options: Any) -> list[str]:
+        self.runs += 1
+        if self.gate is not None:
+            assert self.gate.wait(10)
+        return [self.name]
+
+
+def test_alone_wide_beside_another_narrow_and_wide_again_when_none_is_free() -> None:
+    lanes = Lanes()
+    front = lanes.part("front wide", ["front narrow"])
+    decoder = lanes.part("decoder wide", ["decoder narrow 1", "decoder narrow 2"])
+    with decoder.take() as first:
+        assert first == "decoder wide" and lanes.running == 1
+        with front.take() as second, decoder.take() as third, decoder.take() as fourth, front.take() as fifth:
+            lent = (second, third, fourth, fifth)
+            assert lent == ("front narrow", "decoder narrow 2", "decoder narrow 1", "front wide")
+            assert lanes.running == 5
+    assert lanes.running == 0
+    with decoder.take() as alone:
+        assert alone == "decoder wide"
+    assert sorted(decoder.narrow) == ["decoder narrow 1", "decoder narrow 2"] and front.narrow == ["front narrow"]
+
+
+def test_a_lane_is_returned_when_its_inference_fails() -> None:
+    lanes = Lanes()
+    decoder = lanes.part("wide", ["narrow"])
+
+    def fail_beside() -> None:
+        with decoder.take() as lent:
+            assert lent == "narrow"
+            raise RuntimeError("inference failed")
+
+    with decoder.take(), pytest.raises(RuntimeError, match="inference failed"):
+        fail_beside()
+    assert lanes.running == 0 and decoder.narrow == ["narrow"]
+
+
+def test_run_takes_a_lane_per_inference_and_a_waiting_one_holds_none() -> None:
+    gate = threading.Event()
+    lanes = Lanes()
+    wide, narrow = Session("wide", gate), Session("narrow")
+    sessions = lanes.part(wide, [narrow])
+    results: list[Any] = []
+    worker = threading.Thread(target=lambda: results.append(run(sessions, None, {}, None)[0]))
+    worker.start()
+    try:
+        while wide.runs == 0:
+            threading.Event().wait(0.01)
+        assert run(sessions, None, {}, None)[0] == ["narrow"]  # beside the one running
+        waiting = CancelToken()
+        waiting.pause()
+        paused = threading.Thread(target=lambda: results.append(run(sessions, None, {}, waiting)[0]))
+        paused.start()
+        threading.Event().wait(0.1)
+        assert lanes.running == 1  # the paused inference waits for its turn without a lane
+    finally:
+        gate.set()
+        worker.join(10)
+    waiting.resume()
+    paused.join(10)
+    assert [r[0] for r in results] == ["wide", "wide"]  # the paused one ran after, alone: on every core
+    assert lanes.running == 0 and narrow.runs == 1
