@@ -286,8 +286,8 @@ class Scheduler:
         (``inference.Lanes``), but a first window only beside another first window: one alone
         runs 1.5x faster, so it waits for a later window to end (or pauses it, ``_pick_urgent``)
         and no later window starts while it runs or waits. Nothing while the urgent lane runs a
-        first window, or is about to: it has the cores."""
-        if self._urgent or self._pick_urgent() is not None:
+        first window: it has the cores."""
+        if self._urgent:
             return None
         ready = self._ready()
         if not self.first_chunk_priority:

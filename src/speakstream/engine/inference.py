@@ -2,7 +2,7 @@
 
 ``Lanes``: which session an inference runs on when several may run at once (the scheduler's
 ``workers``). One inference alone gets the *wide* session (all cores: the least latency); one that
-starts while another runs gets a *narrow* one (a single thread), when one is free. On 2 cores a
+starts while another runs gets a *narrow* one (a share of the cores: one thread on 2), when one is free. On 2 cores a
 36-frame window of the decoder takes 433 ms on both and 656 ms on one (threads inside one inference
 get 1.5x out of 2 cores), and two such windows at once on one thread each take 683 ms against 889
 ms one after the other on both: 1.3x the audio per second, with a listener alone no slower.
@@ -29,7 +29,7 @@ class Lanes:
         self._running = 0
 
     def part(self, wide: Any, narrow: Sequence[Any] = ()) -> Sessions:
-        """The sessions of one part: ``wide`` (all cores) and ``narrow`` ones (one thread each)."""
+        """The sessions of one part: ``wide`` (all cores) and ``narrow`` ones (a share each)."""
         return Sessions(self, wide, list(narrow))
 
     @property
@@ -55,7 +55,9 @@ class Sessions:
     """One model part's sessions; ``take`` lends the one an inference starting now should run on."""
 
     def __init__(self, lanes: Lanes, wide: Any, narrow: list[Any]) -> None:
-        self.lanes, self.wide, self.narrow = lanes, wide, narrow
+        self.lanes, self.wide = lanes, wide
+        self.narrow = narrow
+        """The narrow sessions not lent out now."""
 
     def take(self) -> contextlib.AbstractContextManager[Any]:
         return self.lanes.lend(self.wide, self.narrow)

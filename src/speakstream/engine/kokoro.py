@@ -70,6 +70,19 @@ def pick_providers(requested: tuple[str, ...] | None = None) -> list[str]:
     return ["CPUExecutionProvider"]
 
 
+def session_options(intra_op_threads: int, inter_op_threads: int, spin: bool) -> Any:
+    """ONNX Runtime options for one of the engine's sessions (0 threads: ONNX Runtime's default)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = intra_op_threads
+    options.inter_op_num_threads = inter_op_threads
+    options.log_severity_level = 3
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
+    return options
+
+
 class KokoroEngine(VoiceBankEngine):
     """Kokoro-82M: text -> 24 kHz mono speech with word timestamps from the model's durations."""
 
@@ -85,16 +98,11 @@ class KokoroEngine(VoiceBankEngine):
         self.phonemizer.load()
         for language in self.config.languages:
             self.phonemizer.load(parse_language(language))
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = self.config.intra_op_threads
-        options.inter_op_num_threads = self.config.inter_op_threads
-        options.log_severity_level = 3
-        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.config.spin_threads else "0")
+        options = session_options(self.config.intra_op_threads, self.config.inter_op_threads, self.config.spin_threads)
         providers = pick_providers(self.config.providers)
         self.windowed: WindowedModel | None = None
         if self.config.graph == "fast":  # the fast graph, cut in two for windowed decoding
-            narrow = self._narrow(options, providers)
+            narrow = self._narrow(providers)
             self.windowed = WindowedModel(self.assets, options, providers, self.config.windows, narrow=narrow)
             self.providers = self.windowed.providers
         else:
@@ -103,21 +111,14 @@ class KokoroEngine(VoiceBankEngine):
             self._has_durations = len(self.session.get_outputs()) > 1
         self.device = "cuda" if "CUDAExecutionProvider" in self.providers else "cpu"
 
-    def _narrow(self, options: Any, providers: list[str]) -> tuple[Any, int] | None:
+    def _narrow(self, providers: list[str]) -> tuple[Any, int] | None:
         """Options for the narrow copies (an equal share of the cores each: one thread on 2
         cores), and how many (None: no copies)."""
-        import onnxruntime as ort
-
         if self.config.parallel < 2 or providers[0] != "CPUExecutionProvider":
             return None
-        narrow = ort.SessionOptions()
-        narrow.graph_optimization_level = options.graph_optimization_level
         cores = self.config.intra_op_threads or os.cpu_count() or 1
-        narrow.intra_op_num_threads = max(1, cores // self.config.parallel)
-        narrow.inter_op_num_threads = 1
-        narrow.log_severity_level = options.log_severity_level
-        narrow.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        return narrow, self.config.parallel
+        threads = max(1, cores // self.config.parallel)
+        return session_options(threads, 1, spin=False), self.config.parallel
 
     def synthesize(
         self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
