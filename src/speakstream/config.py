@@ -63,7 +63,9 @@ class ServerConfig:
     the real one) may have reserved at once. 0: half of ``queue_depth`` (at least one reply's) on
     an address other than loopback, no cap of its own on loopback. Turns at the engine are shared
     per client whatever this is."""
-    workers: int = 1
+    workers: int = 0
+    """Windows decoded at once: 0 lets the engine choose (``KokoroEngine.parallel``: 2 on a CPU
+    with 2 cores or more, else 1)."""
     lookahead: int = 2
     first_chunk_priority: bool = True
     preempt: bool = True

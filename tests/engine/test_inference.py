@@ -77,3 +77,26 @@ def test_run_takes_a_lane_per_inference_and_a_waiting_one_holds_none() -> None:
     paused.join(10)
     assert [r[0] for r in results] == ["wide", "wide"]  # the paused one ran after, alone: on every core
     assert lanes.running == 0 and narrow.runs == 1
+
+
+CPU, CUDA = ["CPUExecutionProvider"], ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+
+@pytest.mark.parametrize(
+    ("config", "providers", "expected"),
+    [
+        ({"intra_op_threads": 2}, CPU, 2),  # the default on a CPU with 2 cores or more
+        ({"intra_op_threads": 16}, CPU, 2),
+        ({"intra_op_threads": 1}, CPU, 1),  # one core: nothing to share
+        ({"intra_op_threads": 2}, CUDA, 1),  # a GPU: no narrow copies
+        ({"intra_op_threads": 2, "graph": "timed"}, CPU, 1),  # a whole graph: no narrow copies
+        ({"intra_op_threads": 1, "parallel": 3}, CPU, 3),  # set: as set
+        ({"parallel": 1}, CPU, 1),
+    ],
+)
+def test_two_lanes_by_default_on_a_cpu_with_cores_to_share(
+    config: dict[str, Any], providers: list[str], expected: int
+) -> None:
+    from speakstream.engine.kokoro import EngineConfig, lanes
+
+    assert lanes(EngineConfig(**config), providers) == expected

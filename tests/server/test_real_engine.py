@@ -3,7 +3,9 @@ checked by ear (speech recognition)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import os
 
 import openai
 import pytest
@@ -74,3 +76,23 @@ def test_openai_sdk_with_the_real_engine(kokoro_server: ThreadedServer, asr: Rec
     speech = client.audio.speech.create(model="tts-1", voice="onyx", input=SENTENCES[0], response_format="mp3")
     samples, rate = decode(speech.content, "mp3")
     assert corpus_wer([(SENTENCES[0], asr.transcribe(samples, rate).text)]) <= 0.05
+
+
+async def test_two_sessions_at_once_share_the_cores_and_are_both_heard(
+    kokoro_server: ThreadedServer, asr: Recognizer
+) -> None:
+    """On a CPU with cores to share, the server decodes two windows at once by default (two
+    lanes), and what each session hears is its own text."""
+    runtime = kokoro_server.runtime
+    assert runtime.engine is not None and runtime.scheduler is not None
+    expected = 2 if (os.cpu_count() or 1) >= 2 else 1
+    assert runtime.engine.parallel == runtime.scheduler.workers == expected  # type: ignore[attr-defined]
+
+    async def speak(text: str) -> tuple[str, str]:
+        async with SpeechSession(kokoro_server.ws_url) as session:
+            result = await session.collect(await session.speak(text, voice="am_michael"))
+        samples, rate = decode(bytes(result.audio), "pcm")
+        return text, asr.transcribe(samples, rate).text
+
+    pairs = await asyncio.gather(*(speak(" ".join(SENTENCES[i:] + SENTENCES[:i])) for i in range(2)))
+    assert corpus_wer(list(pairs)) <= 0.05, pairs

@@ -69,4 +69,5 @@ def device_info(engine: KokoroEngine | None = None) -> dict[str, Any]:
         info["providers"] = engine.providers
         info["device"] = engine.device
         info["graph"] = engine.config.graph
+        info["lanes"] = engine.parallel
     return info

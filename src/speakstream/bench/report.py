@@ -26,7 +26,8 @@ def render(run: dict[str, Any], modules: dict[str, ModuleType], images: dict[str
     lines = [
         f"Measured with `{run['command']}` on {run['date']}: {device.get('cpu')}, {device.get('cores')} cores, "
         f"onnxruntime {device.get('onnxruntime')} on {', '.join(device.get('providers', []))} "
-        f"(device: {device.get('device')}, graph: {device.get('graph')}){' (--quick)' if run['quick'] else ''}. "
+        f"(device: {device.get('device')}, graph: {device.get('graph')}, engine lanes: {device.get('lanes', 1)})"
+        f"{' (--quick)' if run['quick'] else ''}. "
         f"Every figure below comes from that one run; side-by-side numbers were measured interleaved.\n",
         table(["experiment", "seconds"], [[n, run["seconds"][n]] for n in run["experiments"]]),
     ]

@@ -73,7 +73,7 @@ class Runtime:
             return
         scheduler = Scheduler(
             engine,
-            workers=self.config.workers,
+            workers=self.config.workers or getattr(engine, "parallel", 1),
             max_queue=self.config.queue_depth,
             max_per_client=self.config.client_queue_cap,
             first_chunk_priority=self.config.first_chunk_priority,
