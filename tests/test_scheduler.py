@@ -36,6 +36,12 @@ class StepEngine(FakeEngine):
         self.log: list[str] = []
         self.ahead: list[float | None] = []
         """What ``ahead`` said before each window (None without a clock)."""
+        self.count: Callable[[], int] | None = None
+        self.in_flight: list[int] = []
+        """What the scheduler's count of windows in flight said at each window (``set_in_flight``)."""
+
+    def set_in_flight(self, count: Callable[[], int]) -> None:
+        self.count = count
 
     def stream(
         self,
@@ -57,6 +63,7 @@ class StepEngine(FakeEngine):
                         cancel.check()
             self.log.append(f"{text}:{i}")
             self.ahead.append(None if ahead is None else ahead())
+            self.in_flight.append(self.count() if self.count is not None else 0)
             last = i == self.windows - 1
             yield AudioPiece(np.zeros(240, np.float32), i, i * 0.01, self.windows * 0.01, (), last)
 
@@ -374,6 +381,36 @@ async def test_with_two_workers_first_windows_run_together_and_later_ones_wait_f
     finally:
         engine.gate.set()
         await scheduler.stop()
+
+
+async def test_the_engine_is_told_the_windows_in_flight_so_two_together_share_the_cores() -> None:
+    engine = StepEngine()
+    scheduler = Scheduler(engine, max_queue=16, workers=2)
+    await scheduler.start()
+    try:
+        await asyncio.wait_for(pieces(_submit(scheduler, "a", 0)), 10)
+        assert engine.in_flight == [1, 1]  # alone: every core
+        hold = scheduler.submit("holder", "h", 0, "hold", voice="af_heart", speed=1.0)
+        await asyncio.wait_for(asyncio.to_thread(engine.busy.wait, 10), 15)
+        beside = _submit(scheduler, "b", 0)  # a first window beside the held first window
+        await asyncio.wait_for(anext(beside.stream()), 10)
+        assert engine.log[-1] == "b0:0" and engine.in_flight[-1] == 2
+        engine.gate.set()
+        await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(beside)), 10)
+    finally:
+        engine.gate.set()
+        await scheduler.stop()
+
+
+async def test_a_paused_window_is_not_in_flight(held: tuple[Scheduler, StepEngine, Job]) -> None:
+    scheduler, engine, hold = held
+    await _hold_in_second_window(scheduler, engine)
+    first = _submit(scheduler, "b", 0)
+    await asyncio.wait_for(anext(first.stream()), 10)
+    assert hold.preempted  # its window was paused for this one, which has the cores to itself:
+    assert engine.in_flight[engine.log.index("b0:0")] == 1
+    engine.second_gate.set()
+    await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(first)), 10)
 
 
 async def test_a_window_is_paused_at_most_once(held: tuple[Scheduler, StepEngine, Job]) -> None:

@@ -171,6 +171,13 @@ class Scheduler:
         self._tasks: list[asyncio.Task[None]] = []
         self._reserved = 0
         self._reserved_by: dict[str, int] = {}
+        if (set_in_flight := getattr(engine, "set_in_flight", None)) is not None:
+            set_in_flight(self._in_flight)  # windows dispatched together share the cores from the start
+
+    def _in_flight(self) -> int:
+        """Windows the workers run now or are about to (paused ones not: they wait for the first
+        window running in their place). Read from the worker threads, as each inference starts."""
+        return len(self._busy) + len(self._urgent) - len(self._paused)
 
     @property
     def queued(self) -> int:

@@ -38,6 +38,24 @@ def test_alone_wide_beside_another_narrow_and_wide_again_when_none_is_free() -> 
     assert sorted(decoder.narrow) == ["decoder narrow 1", "decoder narrow 2"] and front.narrow == ["front narrow"]
 
 
+def test_alone_but_with_another_window_about_to_start_it_takes_a_narrow_lane() -> None:
+    lanes = Lanes()
+    decoder = lanes.part("wide", ["narrow 1", "narrow 2"])
+    in_flight = 2
+    lanes.in_flight = lambda: in_flight
+    with decoder.take() as first:
+        assert first == "narrow 2"  # the other window starts a few ms later: both share the cores
+        with decoder.take() as second:
+            assert second == "narrow 1"
+    in_flight = 1
+    with decoder.take() as alone:
+        assert alone == "wide"
+    in_flight = 3
+    with decoder.take(), decoder.take(), decoder.take() as third:
+        assert third == "wide"  # no narrow one free: every inference still runs
+    assert sorted(decoder.narrow) == ["narrow 1", "narrow 2"]
+
+
 def test_a_lane_is_returned_when_its_inference_fails() -> None:
     lanes = Lanes()
     decoder = lanes.part("wide", ["narrow"])

@@ -94,5 +94,18 @@ async def test_two_sessions_at_once_share_the_cores_and_are_both_heard(
         samples, rate = decode(bytes(result.audio), "pcm")
         return text, asr.transcribe(samples, rate).text
 
-    pairs = await asyncio.gather(*(speak(" ".join(SENTENCES[i:] + SENTENCES[:i])) for i in range(2)))
+    lanes = runtime.engine.windowed.lanes  # type: ignore[attr-defined]
+    count, seen = lanes.in_flight, []
+    assert count is not None  # the scheduler tells the engine its windows in flight
+
+    def counted() -> int:
+        seen.append(count())
+        return seen[-1]
+
+    lanes.in_flight = counted
+    try:
+        pairs = await asyncio.gather(*(speak(" ".join(SENTENCES[i:] + SENTENCES[:i])) for i in range(2)))
+    finally:
+        lanes.in_flight = count
     assert corpus_wer(list(pairs)) <= 0.05, pairs
+    assert max(seen) == expected and count() == 0  # two windows counted together, none left over

@@ -2,10 +2,13 @@
 
 ``Lanes``: which session an inference runs on when several may run at once (the scheduler's
 ``workers``). One inference alone gets the *wide* session (all cores: the least latency); one that
-starts while another runs gets a *narrow* one (a share of the cores: one thread on 2), when one is free. On 2 cores a
-36-frame window of the decoder takes 433 ms on both and 656 ms on one (threads inside one inference
-get 1.5x out of 2 cores), and two such windows at once on one thread each take 683 ms against 889
-ms one after the other on both: 1.3x the audio per second, with a listener alone no slower.
+starts while another runs gets a *narrow* one (a share of the cores: one thread on 2), when one is
+free. On 2 cores a 36-frame window of the decoder takes 433 ms on both and 656 ms on one (threads
+inside one inference get 1.5x out of 2 cores), and two such windows at once on one thread each
+take 683 ms against 889 ms one after the other on both: 1.3x the audio per second, with a listener
+alone no slower. The caller may say how many inferences it is about to start (``Lanes.in_flight``:
+the scheduler dispatches two windows together, which reach ONNX Runtime a few milliseconds apart),
+so both take a narrow session and no wide one runs two threads beside a narrow one's third.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any
 
@@ -27,6 +30,11 @@ class Lanes:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._running = 0
+        self.in_flight: Callable[[], int] | None = None
+        """The caller's count of inferences it runs or is about to start, this one included (the
+        scheduler's windows in flight). Two windows dispatched together start a few milliseconds
+        apart: without it the first would take the wide session, the second a narrow one, and
+        three threads would share 2 cores until the first ends."""
 
     def part(self, wide: Any, narrow: Sequence[Any] = ()) -> Sessions:
         """The sessions of one part: ``wide`` (all cores) and ``narrow`` ones (a share each)."""
@@ -38,9 +46,11 @@ class Lanes:
 
     @contextlib.contextmanager
     def lend(self, wide: Any, free: list[Any]) -> Iterator[Any]:
-        """``wide`` when nothing else runs, else one of ``free`` (taken from it until the end)."""
+        """``wide`` when nothing else runs or is about to, else one of ``free`` (taken from it until
+        the end)."""
+        crowded = self.in_flight is not None and self.in_flight() > 1
         with self._lock:
-            narrow = free.pop() if self._running and free else None
+            narrow = free.pop() if (self._running or crowded) and free else None
             self._running += 1
         try:
             yield wide if narrow is None else narrow

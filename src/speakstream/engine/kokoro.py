@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,6 +135,12 @@ class KokoroEngine(VoiceBankEngine):
             return None
         threads = max(1, _cores(self.config) // self.parallel)
         return session_options(threads, 1, spin=False), self.parallel
+
+    def set_in_flight(self, count: Callable[[], int]) -> None:
+        """``count``: the inferences the caller runs or is about to start (the scheduler's windows
+        in flight), which decides between the wide session and a narrow one (``inference.Lanes``)."""
+        if self.windowed is not None:
+            self.windowed.lanes.in_flight = count
 
     def synthesize(
         self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
