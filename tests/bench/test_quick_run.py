@@ -32,3 +32,5 @@ def test_quick_bench_completes(tmp_path: Path) -> None:
         assert (out / plot).stat().st_size > 10_000
         assert f"]({plot})" in report
     assert results["device"]["cores"] >= 1 and results["device"]["providers"]
+    assert set(results["engine_rtf"]) == set(EXPERIMENTS)  # the engine's speed before each
+    assert all(0 < rtf < 10 for rtf in results["engine_rtf"].values())

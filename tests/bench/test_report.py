@@ -1,8 +1,10 @@
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from speakstream.bench.report import END, START, update_readme
+from speakstream.bench.report import END, START, render, update_readme
 
 
 def test_readme_section_is_replaced_between_markers(tmp_path: Path) -> None:
@@ -18,3 +20,28 @@ def test_missing_markers_are_an_error(tmp_path: Path) -> None:
     readme.write_text("# no markers\n")
     with pytest.raises(ValueError, match="markers"):
         update_readme(readme, "x")
+
+
+def _run(**extra: Any) -> dict[str, Any]:
+    return {
+        "command": "speakstream bench",
+        "date": "2026-12-01 12:00 UTC",
+        "quick": False,
+        "device": {"cpu": "cpu", "cores": 2, "providers": ["CPUExecutionProvider"]},
+        "experiments": {"text": {"rows": 1}},
+        "seconds": {"text": 9.1},
+        **extra,
+    }
+
+
+MODULES: Any = {"text": SimpleNamespace(TITLE="Text", markdown=lambda result: "| text |")}
+
+
+def test_the_report_shows_the_engine_speed_measured_before_each_experiment() -> None:
+    report = render(_run(engine_rtf={"text": 0.412}), MODULES, {}, image_dir="")
+    assert "| experiment | seconds | engine RTF just before" in report and "| text | 9.1 | 0.412 |" in report
+
+
+def test_a_run_from_before_the_probe_still_renders() -> None:
+    report = render(_run(), MODULES, {}, image_dir="")
+    assert "| experiment | seconds |\n" in report and "| text | 9.1 |" in report

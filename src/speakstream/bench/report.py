@@ -29,7 +29,7 @@ def render(run: dict[str, Any], modules: dict[str, ModuleType], images: dict[str
         f"(device: {device.get('device')}, graph: {device.get('graph')}, engine lanes: {device.get('lanes', 1)})"
         f"{' (--quick)' if run['quick'] else ''}. "
         f"Every figure below comes from that one run; side-by-side numbers were measured interleaved.\n",
-        table(["experiment", "seconds"], [[n, run["seconds"][n]] for n in run["experiments"]]),
+        _experiments(run),
     ]
     for name, result in run["experiments"].items():
         module = modules[name]
@@ -47,6 +47,15 @@ def render(run: dict[str, Any], modules: dict[str, ModuleType], images: dict[str
         if key in images:
             lines.append(f"\n![{title}]({os.path.join(image_dir, images[key]) if image_dir else images[key]})\n")
     return "\n".join(lines)
+
+
+def _experiments(run: dict[str, Any]) -> str:
+    """How long each experiment ran, and how fast the engine was just before it (``probe``)."""
+    rtf = run.get("engine_rtf", {})
+    if not rtf:  # a run from before the probe
+        return table(["experiment", "seconds"], [[n, run["seconds"][n]] for n in run["experiments"]])
+    headers = ["experiment", "seconds", "engine RTF just before (a fixed sentence, decoded whole)"]
+    return table(headers, [[n, run["seconds"][n], rtf.get(n, "")] for n in run["experiments"]])
 
 
 def update_readme(readme: Path, report: str, *, start: str = START, end: str = END) -> None:

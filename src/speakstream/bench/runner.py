@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from speakstream.bench import plots, report
+from speakstream.bench import plots, probe, report
 from speakstream.bench.context import BenchContext, EngineHolder, device_info
 from speakstream.bench.experiments import EXPERIMENTS
 
@@ -54,9 +54,11 @@ def run_bench(
             "date": date,
             "experiments": {},
             "seconds": {},
+            "engine_rtf": {},
         }
         for name in names:
             console.print(f"[bold]{name}[/]: {EXPERIMENTS[name].TITLE}")
+            run["engine_rtf"][name] = probe.engine_rtf(holder(), tries=1 if quick else probe.TRIES)
             began = time.perf_counter()
             try:
                 run["experiments"][name] = asyncio.run(EXPERIMENTS[name].run(ctx))
