@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from speakstream.bench.context import BenchContext, EngineHolder
+from speakstream.bench.context import BenchContext
 from speakstream.bench.experiments.concurrency import STAGGER_S, one_level
 from speakstream.config import ServerConfig
 from speakstream.data import bench_text
@@ -53,18 +52,10 @@ def main() -> None:
     args = parser.parse_args()
     server = ThreadedServer(create_app(ServerConfig())).start()
     try:
-        runtime, engine = server.runtime, server.runtime.engine
+        engine = server.runtime.engine
         if not isinstance(engine, KokoroEngine) or engine.windowed is None or engine.parallel < 2:
             raise SystemExit("needs two engine lanes (a CPU with 2 cores or more, the fast graph)")
-        lanes = engine.windowed.lanes
-        ctx = BenchContext(
-            out=Path("."),
-            quick=False,
-            ws_url=server.ws_url,
-            http_url=server.url,
-            engine_source=EngineHolder(engine),
-            runtime=runtime,
-        )
+        ctx, lanes = BenchContext.in_process(server), engine.windowed.lanes
         found = asyncio.run(_trials(ctx, lanes, args.trials))
     finally:
         server.stop()

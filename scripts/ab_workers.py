@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from speakstream.bench.context import BenchContext, EngineHolder
+from speakstream.bench.context import BenchContext
 from speakstream.bench.experiments.concurrency import STAGGER_S, one_level
 from speakstream.config import ServerConfig
 from speakstream.data import bench_text
@@ -38,14 +37,7 @@ async def _trials(ctx: BenchContext, trials: int) -> dict[str, list[tuple[float,
 def _measure(workers: int, trials: int) -> dict[str, list[tuple[float, float]]]:
     server = ThreadedServer(create_app(ServerConfig(workers=workers))).start()
     try:
-        ctx = BenchContext(
-            out=Path("."),
-            quick=False,
-            ws_url=server.ws_url,
-            http_url=server.url,
-            engine_source=EngineHolder(server.runtime.engine),
-            runtime=server.runtime,
-        )
+        ctx = BenchContext.in_process(server)
         return asyncio.run(_trials(ctx, trials))
     finally:
         server.stop()

@@ -1,6 +1,8 @@
-"""A quick run shortens the replies it speaks; a full run speaks them whole."""
+"""The bench context: a quick run shortens the replies it speaks, a full run speaks them whole; and
+one made for an in-process server."""
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from speakstream.bench.context import BenchContext, EngineHolder
 from speakstream.data import bench_text, language_samples
@@ -26,3 +28,12 @@ def test_a_quick_run_keeps_a_sentence_of_every_language_and_of_the_bench_text() 
         first = context(quick=True).sized(sample["reply"])
         assert first and sample["reply"].startswith(first) and len(first) < len(sample["reply"])
     assert bench_text().startswith(context(quick=True).sized(bench_text(), quick_sentences=2))
+
+
+def test_a_context_for_an_in_process_server_uses_its_urls_engine_and_runtime() -> None:
+    engine = object()
+    runtime = SimpleNamespace(engine=engine)
+    server = SimpleNamespace(ws_url="ws://x/ws", url="http://x", runtime=runtime)
+    ctx = BenchContext.in_process(server)
+    assert (ctx.ws_url, ctx.http_url, ctx.runtime, ctx.quick) == ("ws://x/ws", "http://x", runtime, False)
+    assert ctx.engine_source() is engine

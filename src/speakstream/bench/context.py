@@ -26,6 +26,19 @@ class BenchContext:
     say: Callable[[str], None] = print
     device: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def in_process(cls, server: Any) -> BenchContext:
+        """A full run's context for an in-process ``ThreadedServer``: its URLs, engine and runtime."""
+        runtime = server.runtime
+        return cls(
+            out=Path("."),
+            quick=False,
+            ws_url=server.ws_url,
+            http_url=server.url,
+            engine_source=EngineHolder(runtime.engine),
+            runtime=runtime,
+        )
+
     def trials(self, full: int, quick: int = 1) -> int:
         return quick if self.quick else full
 

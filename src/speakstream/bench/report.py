@@ -50,12 +50,12 @@ def render(run: dict[str, Any], modules: dict[str, ModuleType], images: dict[str
 
 
 def _experiments(run: dict[str, Any]) -> str:
-    """How long each experiment ran, and how fast the engine was just before it (``probe``)."""
+    """How long each experiment ran, and how fast the engine was just before it (``probe``; a run
+    from before the probe has no such column)."""
     rtf = run.get("engine_rtf", {})
-    if not rtf:  # a run from before the probe
-        return table(["experiment", "seconds"], [[n, run["seconds"][n]] for n in run["experiments"]])
-    headers = ["experiment", "seconds", "engine RTF just before (a fixed sentence, decoded whole)"]
-    return table(headers, [[n, run["seconds"][n], rtf.get(n, "")] for n in run["experiments"]])
+    headers = ["experiment", "seconds"] + (["engine RTF just before (a fixed sentence, decoded whole)"] if rtf else [])
+    rows = [[n, run["seconds"][n]] + ([rtf.get(n, "")] if rtf else []) for n in run["experiments"]]
+    return table(headers, rows)
 
 
 def update_readme(readme: Path, report: str, *, start: str = START, end: str = END) -> None:
