@@ -4,7 +4,7 @@ one made for an in-process server."""
 from pathlib import Path
 from types import SimpleNamespace
 
-from speakstream.bench.context import BenchContext, EngineHolder
+from speakstream.bench.context import BenchContext, EngineHolder, device_info, widest_vector
 from speakstream.data import bench_text, language_samples
 
 REPLY = "Thanks for waiting. Your flight leaves at nine. I moved your seat. Anything else?"
@@ -37,3 +37,10 @@ def test_a_context_for_an_in_process_server_uses_its_urls_engine_and_runtime() -
     ctx = BenchContext.in_process(server)
     assert (ctx.ws_url, ctx.http_url, ctx.runtime, ctx.quick) == ("ws://x/ws", "http://x", runtime, False)
     assert ctx.engine_source() is engine
+
+
+def test_the_widest_vector_extension_is_named() -> None:
+    assert widest_vector("fpu sse4_1 avx avx2 avx512f avx512bw".split()) == "AVX-512"
+    assert widest_vector("fpu sse4_1 avx avx2 fma".split()) == "AVX2"
+    assert widest_vector(["fpu"]) is None
+    assert "vector" in device_info()

@@ -45,3 +45,10 @@ def test_the_report_shows_the_engine_speed_measured_before_each_experiment() -> 
 def test_a_run_from_before_the_probe_still_renders() -> None:
     report = render(_run(), MODULES, {}, image_dir="")
     assert "| experiment | seconds |\n" in report and "| text | 9.1 |" in report
+
+
+def test_the_header_names_the_vector_extension_when_known() -> None:
+    header = render(_run(device={"cpu": "Xeon", "vector": "AVX-512", "cores": 2}), MODULES, {}, image_dir="")
+    assert header.startswith("Measured with `speakstream bench` on 2026-12-01 12:00 UTC: Xeon (AVX-512), 2 cores")
+    old = render(_run(device={"cpu": "EPYC", "cores": 2}), MODULES, {}, image_dir="")
+    assert ": EPYC, 2 cores" in old

@@ -62,17 +62,29 @@ class EngineHolder:
         return self._engine
 
 
+def widest_vector(flags: list[str]) -> str | None:
+    """The widest vector extension in /proc/cpuinfo's flags: ONNX Runtime picks its CPU kernels by
+    it, so a report names it beside the CPU."""
+    for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"), ("sse4_1", "SSE4.1")):
+        if flag in flags:
+            return name
+    return None
+
+
 def device_info(engine: KokoroEngine | None = None) -> dict[str, Any]:
     import onnxruntime
 
-    cpu = platform.processor() or platform.machine()
+    cpu, flags = platform.processor() or platform.machine(), ""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+            lines = f.readlines()
+        cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), cpu)
+        flags = next((line.split(":", 1)[1] for line in lines if line.startswith("flags")), "")
     except OSError:
         pass
     info: dict[str, Any] = {
         "cpu": cpu,
+        "vector": widest_vector(flags.split()),
         "cores": os.cpu_count(),
         "python": platform.python_version(),
         "onnxruntime": onnxruntime.__version__,

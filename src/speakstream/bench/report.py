@@ -24,7 +24,8 @@ def write(out: Path, run: dict[str, Any], modules: dict[str, ModuleType], images
 def render(run: dict[str, Any], modules: dict[str, ModuleType], images: dict[str, str], image_dir: str) -> str:
     device = run["device"]
     lines = [
-        f"Measured with `{run['command']}` on {run['date']}: {device.get('cpu')}, {device.get('cores')} cores, "
+        f"Measured with `{run['command']}` on {run['date']}: {device.get('cpu')}"
+        f"{f' ({vector})' if (vector := device.get('vector')) else ''}, {device.get('cores')} cores, "
         f"onnxruntime {device.get('onnxruntime')} on {', '.join(device.get('providers', []))} "
         f"(device: {device.get('device')}, graph: {device.get('graph')}, engine lanes: {device.get('lanes', 1)})"
         f"{' (--quick)' if run['quick'] else ''}. "
