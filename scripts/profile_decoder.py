@@ -1,0 +1,104 @@
+"""Where the decoder's time goes: ONNX Runtime's per-operator profile of one window.
+
+    python scripts/profile_decoder.py [--frames 41] [--threads 2] [--runs 8] [--top 12]
+
+Decodes one window of ``--frames`` frames (the default is a reply's opening window on this CPU:
+25 frames, 4 of lead context and 12 on the right) of a real front output, with the engine's own
+decoder graph and session options, and prints the kernel time per operator type and the slowest
+nodes. Operators that ONNX Runtime runs on one thread show up as the same time at ``--threads 1``
+and ``2``: compare the two to see what a second core cannot help.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from speakstream.engine.decoding import sine_phase
+from speakstream.engine.graph import ENERGY, F0, FEATURES, PHASE
+from speakstream.engine.kokoro import EngineConfig, KokoroEngine, session_options
+from speakstream.engine.normalize import normalize
+from speakstream.engine.phonemes import windows
+
+TEXT = "Thanks for waiting, I found your booking for Thursday morning, and your seat is confirmed."
+
+
+def _feed(engine: KokoroEngine, frames: int) -> dict[str, Any]:
+    model = engine.windowed
+    assert model is not None
+    speaks = engine.check_voice("af_heart").speaks
+    part = windows(engine.phonemizer.phonemize(normalize(TEXT, speaks), speaks))[0]
+    u = model.front(part, engine.voice_bank, "af_heart", 1.0, TEXT, None, engine.config.edges)
+    start = max(0, u.head // 600 - 4)
+    end = min(u.frames, start + frames)
+    return {
+        FEATURES: np.ascontiguousarray(u.features[:, :, start:end]),
+        F0: np.ascontiguousarray(u.f0[:, 2 * start : 2 * end]),
+        ENERGY: np.ascontiguousarray(u.energy[:, 2 * start : 2 * end]),
+        "style": u.style,
+        PHASE: sine_phase(u.f0, 2 * start, model.harmonics, model.rate),
+    }
+
+
+def _profile(engine: KokoroEngine, feed: dict[str, Any], threads: int, runs: int) -> tuple[list[float], list[Any]]:
+    import onnxruntime as ort
+
+    options = session_options(threads, 1, engine.config.spin_threads)
+    options.enable_profiling = True
+    with tempfile.TemporaryDirectory() as folder:
+        options.profile_file_prefix = str(Path(folder) / "decoder")
+        session = ort.InferenceSession(str(engine.assets.split("decoder")), options, providers=engine.providers)
+        for _ in range(3):
+            session.run(None, feed)
+        seconds = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            session.run(None, feed)
+            seconds.append(time.perf_counter() - started)
+        events = json.loads(Path(session.end_profiling()).read_text())
+    return seconds, events
+
+
+def _report(seconds: list[float], events: list[Any], runs: int, top: int) -> None:
+    by_op: collections.Counter[str] = collections.Counter()
+    by_node: collections.Counter[str] = collections.Counter()
+    for event in events:
+        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+            by_op[event["args"]["op_name"]] += event["dur"]
+            by_node[event["name"].removesuffix("_kernel_time")] += event["dur"]
+    calls = runs + 3  # the warm-up runs are in the profile too
+    total = sum(by_op.values()) / calls / 1000
+    print(f"wall per run: min {1000 * min(seconds):.1f} ms, median {1000 * float(np.median(seconds)):.1f} ms")
+    print(f"kernel time per run: {total:.1f} ms")
+    for op, us in by_op.most_common(top):
+        print(f"  {op:24s} {us / calls / 1000:7.1f} ms  {100 * us / calls / 1000 / total:5.1f}%")
+    print("slowest nodes:")
+    for node, us in by_node.most_common(top):
+        print(f"  {node[-70:]:70s} {us / calls / 1000:7.1f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=41)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--top", type=int, default=12)
+    args = parser.parse_args()
+    engine = KokoroEngine(EngineConfig(parallel=1))
+    if engine.windowed is None:
+        raise SystemExit("needs the fast graph (the decoder part)")
+    feed = _feed(engine, args.frames)
+    print(f"decoder window: {feed[FEATURES].shape[2]} frames, {args.threads} thread(s), {engine.providers[0]}")
+    seconds, events = _profile(engine, feed, args.threads, args.runs)
+    _report(seconds, events, args.runs, args.top)
+
+
+if __name__ == "__main__":
+    main()
