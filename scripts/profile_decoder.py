@@ -2,8 +2,9 @@
 
     python scripts/profile_decoder.py [--frames 41] [--threads 2] [--runs 8] [--top 12]
 
-Decodes one window of ``--frames`` frames (the default is a reply's opening window on this CPU:
-25 frames, 4 of lead context and 12 on the right) of a real front output, with the engine's own
+Decodes one window of ``--frames`` frames (the default is a reply's opening window on an AMD EPYC
+with AVX2: 25 frames, 4 of lead context and 12 on the right; with AVX-512 it is 36, 20 of them
+audio) of a real front output, with the engine's own
 decoder graph and session options, and prints the kernel time per operator type and the slowest
 nodes. Operators that ONNX Runtime runs on one thread show up as the same time at ``--threads 1``
 and ``2``: compare the two to see what a second core cannot help.
@@ -21,30 +22,26 @@ from typing import Any
 
 import numpy as np
 
-from speakstream.engine.decoding import sine_phase
-from speakstream.engine.graph import ENERGY, F0, FEATURES, PHASE
+from speakstream.engine.decoding import FRAME_SAMPLES, sine_phase
+from speakstream.engine.graph import FEATURES
 from speakstream.engine.kokoro import EngineConfig, KokoroEngine, session_options
-from speakstream.engine.normalize import normalize
-from speakstream.engine.phonemes import windows
 
+VOICE = "af_heart"
+WARM_UP = 3
+"""Runs before the timed ones (they are in the profile too)."""
 TEXT = "Thanks for waiting, I found your booking for Thursday morning, and your seat is confirmed."
 
 
 def _feed(engine: KokoroEngine, frames: int) -> dict[str, Any]:
+    """The decoder's inputs for a window that starts, as a reply's first does, its lead context
+    before the speech."""
     model = engine.windowed
     assert model is not None
-    speaks = engine.check_voice("af_heart").speaks
-    part = windows(engine.phonemizer.phonemize(normalize(TEXT, speaks), speaks))[0]
-    u = model.front(part, engine.voice_bank, "af_heart", 1.0, TEXT, None, engine.config.edges)
-    start = max(0, u.head // 600 - 4)
+    part = engine.parts(TEXT, engine.check_voice(VOICE).speaks)[0]
+    u = model.front(part, engine.voice_bank, VOICE, 1.0, TEXT, None, engine.config.edges)
+    start = max(0, u.head // FRAME_SAMPLES - model.policy.lead_context_frames)
     end = min(u.frames, start + frames)
-    return {
-        FEATURES: np.ascontiguousarray(u.features[:, :, start:end]),
-        F0: np.ascontiguousarray(u.f0[:, 2 * start : 2 * end]),
-        ENERGY: np.ascontiguousarray(u.energy[:, 2 * start : 2 * end]),
-        "style": u.style,
-        PHASE: sine_phase(u.f0, 2 * start, model.harmonics, model.rate),
-    }
+    return model.feed(u, start, end, sine_phase(u.f0, 2 * start, model.harmonics, model.rate))
 
 
 def _profile(engine: KokoroEngine, feed: dict[str, Any], threads: int, runs: int) -> tuple[list[float], list[Any]]:
@@ -55,7 +52,7 @@ def _profile(engine: KokoroEngine, feed: dict[str, Any], threads: int, runs: int
     with tempfile.TemporaryDirectory() as folder:
         options.profile_file_prefix = str(Path(folder) / "decoder")
         session = ort.InferenceSession(str(engine.assets.split("decoder")), options, providers=engine.providers)
-        for _ in range(3):
+        for _ in range(WARM_UP):
             session.run(None, feed)
         seconds = []
         for _ in range(runs):
@@ -73,7 +70,7 @@ def _report(seconds: list[float], events: list[Any], runs: int, top: int) -> Non
         if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
             by_op[event["args"]["op_name"]] += event["dur"]
             by_node[event["name"].removesuffix("_kernel_time")] += event["dur"]
-    calls = runs + 3  # the warm-up runs are in the profile too
+    calls = runs + WARM_UP
     total = sum(by_op.values()) / calls / 1000
     print(f"wall per run: min {1000 * min(seconds):.1f} ms, median {1000 * float(np.median(seconds)):.1f} ms")
     print(f"kernel time per run: {total:.1f} ms")

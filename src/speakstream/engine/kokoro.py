@@ -17,7 +17,7 @@ from speakstream.engine.assets import Assets, locate
 from speakstream.engine.audio_edges import EdgePolicy, trim_edges
 from speakstream.engine.base import Ahead, CancelToken, VoiceBankEngine
 from speakstream.engine.decoding import WINDOW_PAUSE_S, WindowPolicy, word_times
-from speakstream.engine.languages import parse_language
+from speakstream.engine.languages import Language, parse_language
 from speakstream.engine.normalize import normalize
 from speakstream.engine.phonemes import Phonemized, Phonemizer, windows
 from speakstream.engine.voices import VoiceBank
@@ -178,7 +178,7 @@ class KokoroEngine(VoiceBankEngine):
     ) -> Iterator[AudioPiece]:
         text, speed, info = self.checked(text, voice, speed)
         started = time.perf_counter()
-        parts = windows(self.phonemizer.phonemize(normalize(text, info.speaks), info.speaks))
+        parts = self.parts(text, info.speaks)
         if not parts:
             raise InvalidInput(f"nothing speakable in {text[:40]!r}", code="empty_text")
         phonemize_s = time.perf_counter() - started
@@ -189,6 +189,10 @@ class KokoroEngine(VoiceBankEngine):
         yield from self.windowed.stream(
             parts, self.voice_bank, voice, speed, text, cancel, phonemize_s, self.config.edges, opening, ahead, policy
         )
+
+    def parts(self, text: str, speaks: Language) -> list[Phonemized]:
+        """``text`` normalised and phonemised in ``speaks``, cut into the model's token windows."""
+        return windows(self.phonemizer.phonemize(normalize(text, speaks), speaks))
 
     def _whole(
         self,

@@ -212,20 +212,25 @@ class WindowedModel:
     def decode(
         self, u: Utterance, start: int, end: int, phase: NDArray[np.float32], cancel: CancelToken | None
     ) -> NDArray[np.float32]:
-        feed = {
-            FEATURES: np.ascontiguousarray(u.features[:, :, start:end]),
-            F0: np.ascontiguousarray(u.f0[:, 2 * start : 2 * end]),
-            ENERGY: np.ascontiguousarray(u.energy[:, 2 * start : 2 * end]),
-            "style": u.style,
-            PHASE: phase,
-        }
         expected_s = self.frame_cost_s * (end - start)
+        feed = self.feed(u, start, end, phase)
         (audio,), seconds = inference.run(self.decoder_sessions, ["audio"], feed, cancel, expected_s)
         cost = seconds / max(1, end - start)
         self.frame_cost_s += 0.3 * (cost - self.frame_cost_s)
         if end - start >= SPEED_WINDOW_FRAMES:
             self.device_frame_s = min(cost, self.device_frame_s or cost)
         return np.asarray(audio, dtype=np.float32).ravel()
+
+    @staticmethod
+    def feed(u: Utterance, start: int, end: int, phase: NDArray[np.float32]) -> dict[str, Any]:
+        """The decoder's inputs for frames ``[start, end)`` of ``u``, the sine source at ``phase``."""
+        return {
+            FEATURES: np.ascontiguousarray(u.features[:, :, start:end]),
+            F0: np.ascontiguousarray(u.f0[:, 2 * start : 2 * end]),
+            ENERGY: np.ascontiguousarray(u.energy[:, 2 * start : 2 * end]),
+            "style": u.style,
+            PHASE: phase,
+        }
 
 
 def word_boundaries(u: Utterance) -> list[int]:

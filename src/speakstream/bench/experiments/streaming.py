@@ -29,8 +29,6 @@ from speakstream.client import SpeechSession
 from speakstream.data import bench_text
 from speakstream.engine.decoding import WindowPolicy, decode_windows
 from speakstream.engine.kokoro import KokoroEngine
-from speakstream.engine.normalize import normalize
-from speakstream.engine.phonemes import windows
 from speakstream.engine.windowed import Utterance, WindowedModel, word_boundaries
 from speakstream.scheduler import PlaybackClock
 
@@ -113,7 +111,7 @@ def _fidelity(ctx: BenchContext, engine: KokoroEngine, model: WindowedModel) -> 
 
 
 def _front(engine: KokoroEngine, model: WindowedModel, text: str, voice: str) -> Utterance:
-    part = windows(engine.phonemizer.phonemize(normalize(text), engine.check_voice(voice).speaks))[0]
+    part = engine.parts(text, engine.check_voice(voice).speaks)[0]
     return model.front(part, engine.voice_bank, voice, 1.0, text, None, engine.config.edges)
 
 
