@@ -194,6 +194,33 @@ def test_later_seams_move_back_between_words() -> None:
     assert later[0] == (0, 40)  # planned (0, 51): int(100 x 0.75) - 2 x 12
 
 
+def test_the_opening_seam_moves_forward_to_a_word_gap_within_the_context_it_saves() -> None:
+    """A seam between words takes 8 frames of context, not 12: the opening window may end up to 4
+    frames later at a word gap for no more compute, never earlier (its audio covers the next
+    window's compute), and the window after it starts with 8 frames of context."""
+    policy = WindowPolicy(first_frames=20, min_frames=32, context_frames=12, gap_context_frames=8)
+    assert next(policy.windows(0, 100, boundaries=[21, 24])) == (0, 21)  # the first gap at or after 20
+    assert next(policy.windows(0, 100, boundaries=[20])) == (0, 20)
+    assert next(policy.windows(0, 100, boundaries=[24])) == (0, 24)
+    assert next(policy.windows(0, 100, boundaries=[25])) == (0, 20)  # would cost more than it saves
+    assert next(policy.windows(0, 100, boundaries=[12, 18])) == (0, 20)  # never back
+    assert next(policy.windows(0, 42, boundaries=[23])) == (0, 20)  # (23, 42) would be under 20 frames
+    assert next(policy.windows(0, 100, opening=False, budget=lambda: 1000.0, boundaries=[21])) != (0, 21)
+    spans: list[tuple[int, int]] = []
+
+    def decode(start: int, stop: int, phase: np.ndarray) -> np.ndarray:
+        spans.append((start, stop))
+        return np.zeros((stop - start) * FRAME_SAMPLES, np.float32)
+
+    f0 = np.zeros((1, 2 * 120), np.float32)
+    end = 100 * FRAME_SAMPLES
+    pieces = decode_windows(
+        decode, f0, 120, head=0, end=end, harmonics=HARMONICS, rate=24_000.0, policy=policy, boundaries=[22]
+    )
+    assert sum(len(p) for p, _ in pieces) == end
+    assert spans[:2] == [(0, 30), (14, 84)]  # (0, 22) with 8 after it; (22, 72) with 8 before it
+
+
 def test_a_slow_decoder_opens_a_reply_with_a_longer_window() -> None:
     """The opening window's audio covers the next window's compute (32 frames with 12 + 8 of
     context, within 0.9 of it), from ``first_frames`` up to ``min_frames``."""

@@ -154,6 +154,16 @@ class WindowPolicy:
         after = [b for b in fits if stop < b <= stop + self.snap_ahead_frames]
         return before[-1] if before else after[0] if after else stop
 
+    def snap_opening(self, stop: int, end: int, boundaries: Sequence[int]) -> int:
+        """The opening window's end ``stop`` moved forward to the first word boundary within
+        ``context_frames - gap_context_frames`` of it. A seam between words takes the smaller
+        context, so the window costs no more compute for the audio it gains (the listener waits no
+        longer), and the window after it starts with the smaller context too (the next audio is
+        ready sooner). Never back: the opening window's audio is what covers the next one's compute."""
+        reach = self.context_frames - self.gap_context_frames
+        fits = [b for b in boundaries if stop <= b <= stop + reach and end - b >= self.shortest]
+        return fits[0] if fits else stop
+
     def windows(
         self,
         start: int,
@@ -166,16 +176,17 @@ class WindowPolicy:
     ) -> Iterator[tuple[int, int]]:
         """Windows ``[a, b)`` of frames that tile ``[start, end)``; ``budget`` is read just before
         each window is sized (never for the first window of an opening chunk: the listener waits).
-        ``boundaries``: frames between words (ascending), where seams go (all but the end of an
-        opening chunk's first window). ``opening_frames``: the first window's size (see ``opening``)."""
+        ``boundaries``: frames between words (ascending), where seams go (an opening chunk's first
+        window only moves forward, see ``snap_opening``). ``opening_frames``: the first window's
+        size (see ``opening``)."""
         a, size, index = start, 0, 0
         while a < end:
             waiting = index == 0 and opening
             sized = budget() if budget and not waiting else None
             size = self.size(index, size, opening=opening, budget=sized, first=opening_frames)
             b = self.cut(a, size, end)
-            if (index or not opening) and b < end:  # the opening window is sized for the waiting listener
-                b = self.snap(a, b, end, boundaries)
+            if b < end:  # the opening window is sized for the waiting listener: it only moves forward
+                b = self.snap_opening(b, end, boundaries) if waiting else self.snap(a, b, end, boundaries)
             yield a, b
             a, index = b, index + 1
 

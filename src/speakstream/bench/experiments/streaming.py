@@ -57,6 +57,7 @@ def _policy(model: WindowedModel) -> dict[str, float | None]:
     return {
         "first_frames": policy.first_frames,
         "opening_frames": policy.opening(frame_s),
+        "opening_snap_frames": policy.context_frames - policy.gap_context_frames,
         "device_frame_ms": None if frame_s is None else round(1000 * frame_s, 2),
         "opening_safety": policy.opening_safety,
         "max_frames": policy.max_frames,
@@ -265,10 +266,20 @@ def _opening(p: dict[str, Any]) -> str:
     )
 
 
+def _snapped(p: dict[str, Any]) -> str:
+    """How far the opening window's end may move forward to a word gap (runs before it: not at all)."""
+    if not p.get("opening_snap_frames"):
+        return ""
+    return (
+        f" (its end moved forward by up to {p['opening_snap_frames']} frames when that puts it between "
+        "words, for no more compute: that seam takes the smaller context)"
+    )
+
+
 def markdown(result: dict[str, Any]) -> str:
     f, p = result["fidelity"], result["policy"]
     lines = [
-        f"Windows (frames of 25 ms): {_opening(p)} first in the chunk that opens a reply; after it, "
+        f"Windows (frames of 25 ms): {_opening(p)} first in the chunk that opens a reply{_snapped(p)}; after it, "
         "through the server, each window as large as the listener's buffer allows (its compute, context "
         f"included, within {p.get('safety', 0.75)} of the audio buffered; the largest when a listener ran dry "
         "while other sessions wait), "
