@@ -205,7 +205,6 @@ def test_the_opening_seam_moves_forward_to_a_word_gap_within_the_context_it_save
     assert next(policy.windows(0, 100, boundaries=[25])) == (0, 20)  # would cost more than it saves
     assert next(policy.windows(0, 100, boundaries=[12, 18])) == (0, 20)  # never back
     assert next(policy.windows(0, 42, boundaries=[23])) == (0, 20)  # (23, 42) would be under 20 frames
-    assert next(policy.windows(0, 100, opening=False, budget=lambda: 1000.0, boundaries=[21])) != (0, 21)
     spans: list[tuple[int, int]] = []
 
     def decode(start: int, stop: int, phase: np.ndarray) -> np.ndarray:

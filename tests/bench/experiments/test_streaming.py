@@ -25,7 +25,7 @@ def _result(**policy: Any) -> dict[str, Any]:
     return {"fidelity": fidelity, "latency": None, "policy": base | policy}
 
 
-def test_the_opening_seam_s_move_to_a_word_gap_is_said_when_the_run_made_it() -> None:
+def test_the_report_says_the_opening_window_snaps_only_when_its_run_did() -> None:
     assert "forward by up to 4 frames when that puts it between words" in streaming.markdown(
         _result(opening_snap_frames=4)
     )
