@@ -195,7 +195,7 @@ def test_the_window_opening_a_reply_is_sized_for_the_measured_decoder(kokoro: Ko
     kokoro.synthesize(text, voice="af_heart")  # one window of over 16 frames: a measurement
     measured = model.device_frame_s
     assert measured is not None and measured > 0
-    later = model.policy.context_frames - model.policy.gap_context_frames  # at a word gap (snap_opening)
+    later = model.policy.opening_snap_frames  # a word gap a little later (snap_opening)
     try:
         for frame_s, frames in ((0.0005, 20), (0.0103, 24)):
             model.device_frame_s = frame_s

@@ -154,14 +154,20 @@ class WindowPolicy:
         after = [b for b in fits if stop < b <= stop + self.snap_ahead_frames]
         return before[-1] if before else after[0] if after else stop
 
+    @property
+    def opening_snap_frames(self) -> int:
+        """How far the opening window's end may move forward to a word boundary (``snap_opening``):
+        the context a seam between words saves, so the window costs no more compute."""
+        return self.context_frames - self.gap_context_frames
+
     def snap_opening(self, stop: int, end: int, boundaries: Sequence[int]) -> int:
         """The opening window's end ``stop`` moved forward to the first word boundary within
-        ``context_frames - gap_context_frames`` of it. A seam between words takes the smaller
-        context, so the window costs no more compute for the audio it gains (the listener waits no
-        longer), and the window after it starts with the smaller context too (the next audio is
-        ready sooner). Never back: the opening window's audio is what covers the next one's compute."""
-        reach = self.context_frames - self.gap_context_frames
-        fits = [b for b in boundaries if stop <= b <= stop + reach and end - b >= self.shortest]
+        ``opening_snap_frames`` of it. A seam between words takes the smaller context, so the
+        window costs no more compute for the audio it gains (the listener waits no longer), and the
+        window after it starts with the smaller context too (the next audio is ready sooner). Never
+        back: the opening window's audio is what covers the next one's compute."""
+        reach = stop + self.opening_snap_frames
+        fits = [b for b in boundaries if stop <= b <= reach and end - b >= self.shortest]
         return fits[0] if fits else stop
 
     def windows(

@@ -57,7 +57,7 @@ def _policy(model: WindowedModel) -> dict[str, float | None]:
     return {
         "first_frames": policy.first_frames,
         "opening_frames": policy.opening(frame_s),
-        "opening_snap_frames": policy.context_frames - policy.gap_context_frames,
+        "opening_snap_frames": policy.opening_snap_frames,
         "device_frame_ms": None if frame_s is None else round(1000 * frame_s, 2),
         "opening_safety": policy.opening_safety,
         "max_frames": policy.max_frames,
