@@ -59,17 +59,19 @@ class ServerProcess:
         return f"ws://127.0.0.1:{self.port}/invocations-bidirectional-stream"
 
     def wait_ready(self, timeout: float = 120.0) -> ServerProcess:
+        """Wait for ``/ping``; a server that exits or never answers is stopped, its log's tail raised."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"server exited with {self.process.returncode}: {self.log.read_text()[-2000:]}")
+        while time.monotonic() < deadline and self.process.poll() is None:
             try:
                 if httpx.get(f"{self.url}/ping", timeout=1.0).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass
             time.sleep(0.1)
-        raise RuntimeError("server did not become ready")
+        code = self.process.poll()
+        tail = self.log.read_text()[-2000:]
+        self.stop()
+        raise RuntimeError(f"server {'did not become ready' if code is None else f'exited with {code}'}: {tail}")
 
     def rss_mb(self) -> float:
         status = Path(f"/proc/{self.process.pid}/status").read_text()
@@ -83,14 +85,19 @@ class ServerProcess:
         started = time.perf_counter()
         self.process.send_signal(signal.SIGTERM)
         code = self.process.wait(timeout)
-        self._log.close()
+        self._discard_log()
         return code, time.perf_counter() - started
 
     def stop(self) -> None:
+        """Kill the server if it still runs, and delete its log (read it before)."""
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
+        self._discard_log()
+
+    def _discard_log(self) -> None:
         self._log.close()
+        self.log.unlink(missing_ok=True)
 
     def __enter__(self) -> ServerProcess:
         return self.wait_ready()

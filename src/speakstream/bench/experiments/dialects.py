@@ -28,7 +28,7 @@ Turn = Callable[[str], Awaitable[float]]
 async def run(ctx: BenchContext) -> dict[str, Any]:
     text = split_sentences(bench_text())[0].text  # first audio does not depend on what follows
     base = ctx.ws_url.rsplit("/", 1)[0]
-    trials = ctx.trials(30, 3)
+    trials = ctx.trials(30, 1)
     firsts: dict[str, list[float]] = {NATIVE: [], ELEVENLABS: [], CARTESIA: []}
     elevenlabs_url = f"{base}/v1/text-to-speech/af_heart/multi-stream-input?output_format=pcm_24000"
     async with (

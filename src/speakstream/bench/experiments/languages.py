@@ -48,11 +48,13 @@ async def run(ctx: BenchContext) -> dict[str, Any]:
 
 
 def _accuracy(ctx: BenchContext) -> dict[str, Any]:
+    if ctx.quick:  # a quick run scores no peer, so it loads none
+        return _accuracy_with(ctx, None)
     with tempfile.TemporaryDirectory() as tmp:
         return _accuracy_with(ctx, peer(ctx.engine_source().assets, Path(tmp)))
 
 
-def _accuracy_with(ctx: BenchContext, kokoro_onnx: Any) -> dict[str, Any]:
+def _accuracy_with(ctx: BenchContext, kokoro_onnx: Any | None) -> dict[str, Any]:
     engine, asr = ctx.engine_source(), multilingual_recognizer()
     rows: dict[str, Any] = {}
     for language in all_languages():
@@ -69,10 +71,7 @@ def _accuracy_with(ctx: BenchContext, kokoro_onnx: Any) -> dict[str, Any]:
                 pairs.append((reference, asr.transcribe(chunk.samples, chunk.sample_rate, language=code).text))
             per_voice[voice] = round(error_rate(pairs, code), 4)
             pairs_all += pairs
-        peer_pairs = []
-        for text, reference in [] if ctx.quick else sentences:  # the peer (espeak-ng), first voice
-            audio, rate = kokoro_onnx.create(text, voice=voices[0], lang=PEER_LANGUAGES.get(language.tag, language.tag))
-            peer_pairs.append((reference, asr.transcribe(audio, rate, language=code).text))
+        peer_pairs = [] if kokoro_onnx is None else _peer_pairs(kokoro_onnx, asr, sentences, voices[0], language.tag)
         rows[language.tag] = {
             "name": language.name,
             "peer_rate": round(error_rate(peer_pairs, code), 4) if peer_pairs else None,
@@ -87,13 +86,22 @@ def _accuracy_with(ctx: BenchContext, kokoro_onnx: Any) -> dict[str, Any]:
     return rows
 
 
+def _peer_pairs(kokoro_onnx: Any, asr: Any, sentences: list[tuple[str, str]], voice: str, tag: str) -> list[Any]:
+    """(reference, transcript) of kokoro-onnx (espeak-ng) reading a language's sentences."""
+    pairs = []
+    for text, reference in sentences:
+        audio, rate = kokoro_onnx.create(text, voice=voice, lang=PEER_LANGUAGES.get(tag, tag))
+        pairs.append((reference, asr.transcribe(audio, rate, language=whisper_code(tag)).text))
+    return pairs
+
+
 async def _first_audio(ctx: BenchContext) -> dict[str, Any]:
     """The translated reply per language, languages interleaved trial by trial."""
     trials = ctx.trials(5, 1)
     times: dict[str, list[float]] = {language.tag: [] for language in all_languages()}
     voices = {language.tag: _first_voice(ctx, language.tag) for language in all_languages()}
     async with SpeechSession(ctx.ws_url) as session:
-        for tag, voice in voices.items():  # warm up every G2P (each loads on first use)
+        for tag, voice in [] if ctx.quick else voices.items():  # warm every G2P (quick: no claims)
             await speak_timed(session, language_samples()[tag]["sentences"][0], voice=voice)
         for trial in range(trials):
             order = list(times) if trial % 2 == 0 else list(reversed(times))

@@ -33,7 +33,7 @@ async def _peer_stream(kokoro: Any, text: str) -> dict[str, float]:
 
 async def run(ctx: BenchContext) -> dict[str, Any]:
     texts = (
-        {"4 sentences": bench_text()}
+        {"4 sentences": ctx.sized(bench_text(), quick_sentences=2)}
         if ctx.quick
         else {"4 sentences": bench_text(), "long reply": replies()["long"]["text"]}
     )

@@ -75,7 +75,7 @@ def _policy(model: WindowedModel) -> dict[str, float | None]:
 
 def _fidelity(ctx: BenchContext, engine: KokoroEngine, model: WindowedModel) -> dict[str, Any]:
     asr = recognizer()
-    voices = VOICES[:2] if ctx.quick else VOICES
+    voices = VOICES[:1] if ctx.quick else VOICES
     sentences = [*SENTENCES, FORTY_WORDS][:3] if ctx.quick else [*SENTENCES, FORTY_WORDS]
     rows: list[dict[str, float]] = []
     pairs: dict[str, list[tuple[str, str]]] = {"whole": [], "windowed": []}
