@@ -23,7 +23,18 @@ STAGGER_S = 0.9
 """Between two arrivals in the staggered runs: each finds the others mid-reply."""
 
 
+Run = tuple[list[dict[str, Any] | None], float]
+"""One run of a level: each session's playback (None: refused or failed) and the wall seconds."""
+ROUNDS = 3
+"""Runs of each level of the simultaneous sweep (modes alternated): its percentiles pool every
+session of every run, so the one-session value is no single reply and p95 is no single worst."""
+
+
 async def one_level(ctx: BenchContext, sessions: int, text: str, *, stagger_s: float = 0.0) -> dict[str, Any]:
+    return _pooled(sessions, [await _one_run(ctx, sessions, text, stagger_s)])
+
+
+async def _one_run(ctx: BenchContext, sessions: int, text: str, stagger_s: float) -> Run:
     async def speaker(i: int) -> dict[str, Any] | None:
         await asyncio.sleep(i * stagger_s)
         try:
@@ -36,21 +47,26 @@ async def one_level(ctx: BenchContext, sessions: int, text: str, *, stagger_s: f
     loop = asyncio.get_running_loop()
     started = loop.time()
     results = await asyncio.gather(*(speaker(i) for i in range(sessions)))
-    wall = loop.time() - started
-    ok = [r for r in results if r is not None]
+    return list(results), loop.time() - started
+
+
+def _pooled(sessions: int, runs: list[Run]) -> dict[str, Any]:
+    ok = [r for results, _ in runs for r in results if r is not None]
     return {
         "sessions": sessions,
-        "errors": sessions - len(ok),
+        "runs": len(runs),
+        "errors": sessions * len(runs) - len(ok),
         "ttfa_ms": summary([r["ttfa_ms"] for r in ok]),
         "stall_ms": summary([r["stall_ms"] for r in ok]),
-        "throughput": round(sum(r["audio_s"] for r in ok) / wall, 3),
+        "throughput": round(sum(r["audio_s"] for r in ok) / sum(wall for _, wall in runs), 3),
     }
 
 
 async def run(ctx: BenchContext) -> dict[str, Any]:
     levels = (1, 2, 4) if ctx.quick else (1, 2, 4, 8)
     text = replies()["greeting"]["text"] if ctx.quick else bench_text()
-    out = await _sweep(ctx, text, levels, "first_chunk_priority", {"priority": True, "no priority": False})
+    modes = {"priority": True, "no priority": False}
+    out = await _sweep(ctx, text, levels, "first_chunk_priority", modes, rounds=ctx.trials(ROUNDS, 1))
     staggered: dict[str, list[dict[str, Any]]] = {}
     if ctx.runtime is not None:  # arrivals are compared through our own runtime only
         modes = {"preempt": True, "no preempt": False}
@@ -73,23 +89,27 @@ async def _sweep(
     *,
     stagger_s: float = 0.0,
     label: str = "concurrency",
+    rounds: int = 1,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Each level with the scheduler's ``setting`` switched per mode, the configured value put
-    back after; against a server that is not ours, one mode: as configured."""
+    """Each level ``rounds`` times with the scheduler's ``setting`` switched per mode (the order
+    alternated by round), the configured value put back after; against a server that is not
+    ours, one mode: as configured."""
     scheduler = ctx.runtime.scheduler if ctx.runtime is not None else None
     values: dict[str, bool | None] = dict(modes) if scheduler is not None else {"as configured": None}
-    out: dict[str, list[dict[str, Any]]] = {mode: [] for mode in values}
+    runs: dict[tuple[str, int], list[Run]] = {}
     try:
-        for level in levels:
-            for mode, value in values.items():
-                if scheduler is not None:
-                    setattr(scheduler, setting, value)
-                out[mode].append(await one_level(ctx, level, text, stagger_s=stagger_s))
-                ctx.say(f"{label} {level} sessions ({mode}): p95 first audio {out[mode][-1]['ttfa_ms'].get('p95')} ms")
+        for round_ in range(rounds):
+            for level in levels:
+                for mode, value in list(values.items())[:: 1 if round_ % 2 == 0 else -1]:
+                    if scheduler is not None:
+                        setattr(scheduler, setting, value)
+                    runs.setdefault((mode, level), []).append(await _one_run(ctx, level, text, stagger_s))
+                    ttfa = _pooled(level, runs[mode, level][-1:])["ttfa_ms"].get("p95")
+                    ctx.say(f"{label} {level} sessions ({mode}) {round_ + 1}/{rounds}: p95 first audio {ttfa} ms")
     finally:
         if scheduler is not None:
             setattr(scheduler, setting, getattr(ctx.runtime.config, setting))
-    return out
+    return {mode: [_pooled(level, runs[mode, level]) for level in levels] for mode in values}
 
 
 HEADERS = ["scheduler", "sessions", "first audio p50 ms", "p95 ms", "stall ms (mean)", "audio s per wall s", "errors"]
@@ -98,7 +118,7 @@ HEADERS = ["scheduler", "sessions", "first audio p50 ms", "p95 ms", "stall ms (m
 def markdown(result: dict[str, Any]) -> str:
     crossing = ", ".join(f"{mode}: {n or 'not reached'}" for mode, n in result["p95_over_1s_at"].items())
     text = (
-        f"Each session speaks a {result['text_chars']}-character reply at the same moment.\n\n"
+        f"Each session speaks a {result['text_chars']}-character reply at the same moment{_rounds(result)}.\n\n"
         + table(HEADERS, _rows(result["modes"]))
         + f"\np95 first audio crosses 1 s at (sessions): {crossing}.\n"
     )
@@ -109,6 +129,17 @@ def markdown(result: dict[str, Any]) -> str:
             "stall added; without it, it always waits for that window:\n\n" + table(HEADERS, _rows(result["staggered"]))
         )
     return text
+
+
+def _rounds(result: dict[str, Any]) -> str:
+    """How many runs each row pools (runs before the field was recorded: one)."""
+    runs = next(iter(result["modes"].values()))[0].get("runs", 1)
+    if runs == 1:
+        return ""
+    return (
+        f"; each level ran {runs} times, the two settings alternated, and its first-audio figures pool "
+        "every session of every run"
+    )
 
 
 def _rows(modes: dict[str, list[dict[str, Any]]]) -> list[list[Any]]:
