@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from speakstream.engine.decoding import FRAME_SAMPLES, WindowPolicy, decode_windows, sine_phase
+from speakstream.engine.decoding import FRAME_SAMPLES, ListenerBudget, WindowPolicy, decode_windows, sine_phase
+from speakstream.types import SAMPLE_RATE
 
 HARMONICS = np.arange(1.0, 10.0)
 
@@ -139,6 +140,113 @@ def test_budgeted_windows_cost_no_more_than_the_budget() -> None:
     assert sum(len(p) for p, _ in pieces) == 540 * FRAME_SAMPLES
     assert spans[0] == policy.first_frames + policy.lead_context_frames + policy.context_frames
     assert all(span <= budget for span, budget in zip(spans[1:-1], budgets, strict=False))
+
+
+FRAME_S = FRAME_SAMPLES / SAMPLE_RATE
+"""A frame's audio, in seconds."""
+
+
+def _window(policy: WindowPolicy, budget: float) -> int:
+    return policy.size(2, 32, opening=True, budget=budget)
+
+
+def _plays_longer_than_it_costs(policy: WindowPolicy, window: int, frame_s: float) -> bool:
+    return (window + 2 * policy.context_frames) * frame_s < window * FRAME_S
+
+
+@given(rtf=st.floats(0.05, 0.99), budget=st.floats(0.0, 2000.0))
+def test_a_sustained_budget_keeps_a_window_that_plays_longer_than_it_costs_or_makes_one(
+    rtf: float, budget: float
+) -> None:
+    policy, frame_s = WindowPolicy(), rtf * FRAME_S
+    sustained = policy.sustained(budget, frame_s)
+    window = _window(policy, sustained)
+    if sustained == budget:
+        assert _plays_longer_than_it_costs(policy, window, frame_s) or window == policy.max_frames
+    else:
+        assert sustained > budget
+        assert _plays_longer_than_it_costs(policy, window, frame_s) or window == policy.max_frames
+
+
+def test_a_decoder_slower_than_real_time_gets_the_largest_window() -> None:
+    policy = WindowPolicy()
+    assert _window(policy, policy.sustained(10.0, 1.2 * FRAME_S)) == policy.max_frames
+
+
+def test_on_a_fast_decoder_every_budget_stays_as_it_is() -> None:
+    """At the decoder's quiet speed on 2 cores (about 9 ms a decoded frame, RTF 0.35) even the
+    smallest window plays longer than it costs: what the listener has buffered sizes them."""
+    policy = WindowPolicy()
+    assert all(policy.sustained(b, 0.35 * FRAME_S) == b for b in (0.0, 10.0, 57.0, 200.0))
+
+
+def _budget(readings: list[float | None], alone: bool = True, policy: WindowPolicy | None = None) -> ListenerBudget:
+    given = iter(readings)
+    return ListenerBudget(policy or WindowPolicy(), lambda: next(given), lambda: (0.015, 0.02), lambda: alone)
+
+
+def test_a_lone_reply_gets_a_window_that_keeps_up_whatever_its_buffer() -> None:
+    policy = WindowPolicy()
+    raised = policy.sustained(0.0, 0.02)  # at the lone speed
+    budget = _budget([0.0, 0.3, 10.0])
+    assert [budget(), budget(), budget()] == [raised, raised, 10.0 / 0.015]
+    assert raised > 0.3 / 0.015
+
+
+def test_a_listener_budget_keeps_to_the_buffer_beside_other_sessions_or_without_sustain() -> None:
+    shared = _budget([0.0, 0.6], alone=False)
+    assert [shared(), shared()] == [0.0, 40.0]
+    off = _budget([0.0, 0.6], policy=WindowPolicy(sustain=0.0))
+    assert [off(), off()] == [0.0, 40.0]
+    assert _budget([None])() is None
+
+
+def _gaps_on_a_slow_decoder(policy: WindowPolicy, rtf: float, frames: int = 1600) -> int:
+    """Gaps a real-time listener hears when one long chunk is decoded at ``rtf`` (decoder seconds
+    per decoded frame over a frame's audio), on a simulated clock. The budget reads the buffer as
+    the scheduler's ``PlaybackClock`` does (real time since the first piece, gaps not counted)."""
+    clock, made, started, gaps = 0.0, 0.0, None, 0
+    first: float | None = None
+    frame_s = rtf * FRAME_S
+
+    def ahead() -> float:
+        return 0.0 if first is None else max(0.0, made - (clock - first))
+
+    def decode(start: int, stop: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
+        nonlocal clock
+        clock += (stop - start) * frame_s
+        return np.zeros((stop - start) * FRAME_SAMPLES, np.float32)
+
+    f0 = np.full((1, 2 * frames), 120.0, dtype=np.float32)
+    budget = ListenerBudget(policy, ahead, lambda: (frame_s, frame_s), lambda: True)
+    for piece, _ in decode_windows(
+        decode,
+        f0,
+        frames,
+        head=0,
+        end=frames * FRAME_SAMPLES,
+        harmonics=HARMONICS,
+        rate=24_000.0,
+        policy=policy,
+        budget=budget,
+    ):
+        if started is None:
+            started = first = clock
+        elif made < clock - started:  # the listener ran dry before this piece came
+            gaps += 1
+            started = clock - made
+        made += len(piece) / SAMPLE_RATE
+    return gaps
+
+
+def test_on_a_decoder_near_real_time_sustainable_windows_end_the_gaps() -> None:
+    """Windows sized to a short buffer cost more than they play on a slowed decoder, and every one
+    after the buffer runs out is a gap; a sustainable one makes a gap, and the buffer grows."""
+    policy = WindowPolicy()
+    for rtf in (0.6, 0.7, 0.8):
+        assert _gaps_on_a_slow_decoder(WindowPolicy(sustain=0.0), rtf=rtf) >= 40
+        assert _gaps_on_a_slow_decoder(policy, rtf=rtf) == 1  # after the opening window
+    assert _gaps_on_a_slow_decoder(policy, rtf=0.3) == _gaps_on_a_slow_decoder(WindowPolicy(sustain=0.0), rtf=0.3) == 0
 
 
 def test_a_seam_between_words_is_decoded_with_less_context_than_one_inside_a_word() -> None:

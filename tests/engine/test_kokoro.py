@@ -206,6 +206,28 @@ def test_the_window_opening_a_reply_is_sized_for_the_measured_decoder(kokoro: Ko
         model.device_frame_s = measured
 
 
+def test_a_lone_reply_on_a_decoder_near_real_time_gets_windows_that_keep_up(kokoro: KokoroEngine) -> None:
+    """With nothing buffered, the window after the opening one is the smallest (32 frames) on a
+    fast decoder, and raised on one measured near real time (``ListenerBudget``), where 32 frames
+    and their context would cost more than they play; the audio is the same length either way."""
+    model = kokoro.windowed
+    assert model is not None
+    text = "Your flight to Lisbon leaves tomorrow morning at nine, and the hotel has a room for you on the third floor."
+    saved = model.frame_cost_s, model.lone_frame_cost_s
+    frames: dict[float, list[int]] = {}
+    try:
+        for frame_s in (0.005, 0.02):  # seconds a decoded frame: RTF 0.2 and 0.8
+            model.frame_cost_s = model.lone_frame_cost_s = frame_s
+            pieces = list(kokoro.stream(text, voice="af_heart", ahead=lambda: 0.0))
+            frames[frame_s] = [round(len(p.samples) / FRAME_SAMPLES) for p in pieces]
+    finally:
+        model.frame_cost_s, model.lone_frame_cost_s = saved
+    fast, slow = frames[0.005], frames[0.02]
+    assert len(fast) > 2 and fast[1] <= model.policy.min_frames + model.policy.snap_ahead_frames
+    assert slow[1] > 2 * model.policy.min_frames
+    assert abs(sum(fast) - sum(slow)) <= 2
+
+
 def test_two_inferences_at_once_share_the_cores_and_say_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     """With ``parallel=2`` an inference that starts while another runs takes a narrow (one thread here)
     copy of the model, and what it makes is what the model makes alone (to float rounding)."""

@@ -90,6 +90,12 @@ class WindowPolicy:
     """... or forward by this much when there is no word boundary behind (0.1 s: within ``safety``)."""
     safety: float = 0.75
     """Share of the budget a window may use (the rest absorbs jitter and other work)."""
+    sustain: float = 1.5
+    """For a lone reply (``ListenerBudget``), a window its listener's buffer sizes that would cost
+    more than it plays is made this many times the window whose audio lasts as long as its
+    compute (``sustained``): on a slowed decoder such windows shrink the buffer and every one
+    after it runs dry is a gap; a larger one may make one gap now, and the buffer grows after it
+    (0: windows sized to the buffer only)."""
 
     @classmethod
     def whole(cls) -> WindowPolicy:
@@ -131,6 +137,20 @@ class WindowPolicy:
         after = self.min_frames + self.context_frames + self.gap_context_frames
         need = math.ceil(after * frame_s * SAMPLE_RATE / (FRAME_SAMPLES * self.opening_safety))
         return max(self.first_frames, min(self.min_frames, need))
+
+    def sustained(self, budget: float, frame_s: float) -> float:
+        """``budget``, unless the window it gives would cost more than it plays on a decoder taking
+        ``frame_s`` seconds a decoded frame (context included): then the budget of ``sustain``
+        times the window whose audio lasts as long as its compute (no limit when the decoder is
+        slower than real time: the largest window loses the least)."""
+        rtf = frame_s * SAMPLE_RATE / FRAME_SAMPLES
+        if rtf >= 1.0:
+            return math.inf
+        context = 2 * self.context_frames
+        even = context * rtf / (1.0 - rtf)
+        if max(self.min_frames, int(budget * self.safety) - context) > even:
+            return budget
+        return max(budget, (even * self.sustain + context) / self.safety)
 
     @property
     def shortest(self) -> int:
@@ -199,6 +219,34 @@ class WindowPolicy:
     def plan(self, start: int, end: int, *, opening: bool = True) -> list[tuple[int, int]]:
         """The windows without a budget."""
         return list(self.windows(start, end, opening=opening))
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerBudget:
+    """The ``Budget`` of one chunk's windows: the frames the decoder can make before its
+    listener's buffer (``ahead()`` seconds, None: no listener) runs dry, at the decoder's measured
+    seconds a decoded frame (``frame_s()``: over every window, and over those that ran alone).
+    While this reply is the decoder's only work (``alone()``), a budget whose window would cost
+    more than it plays at the lone speed is raised (``policy.sustained``): on a slowed machine
+    such windows shrink the buffer, each one further, and every one after it runs dry is a gap.
+    On 2 cores with one taken by another process, over 4 long replies through the real-time
+    player: 12 gaps (4.1 s) against 76 (13.4 s). On a quiet machine every window is sustainable
+    and nothing changes. With other sessions taking turns the scheduler has its
+    own rule for a buffer run dry."""
+
+    policy: WindowPolicy
+    ahead: Callable[[], float | None]
+    frame_s: Callable[[], tuple[float, float]]
+    alone: Callable[[], bool]
+
+    def __call__(self) -> float | None:
+        seconds = self.ahead()
+        if seconds is None:
+            return None
+        every, lone = (max(cost, 1e-6) for cost in self.frame_s())
+        if self.policy.sustain and self.alone():
+            return self.policy.sustained(seconds / every, lone)
+        return seconds / every
 
 
 def sine_phase(f0: NDArray[np.float32], upto: int, harmonics: NDArray[np.float64], rate: float) -> NDArray[np.float32]:

@@ -23,6 +23,7 @@ from speakstream.engine.base import Ahead, CancelToken
 from speakstream.engine.decoding import (
     FRAME_SAMPLES,
     WINDOW_PAUSE_S,
+    ListenerBudget,
     WindowPolicy,
     decode_windows,
     speech_span,
@@ -95,6 +96,9 @@ class WindowedModel:
         self.policy = policy
         self.frame_cost_s = FRAME_COST_GUESS_S if self.providers[0] == "CPUExecutionProvider" else 0.0005
         """Decoder seconds per frame decoded, measured (a moving average over windows)."""
+        self.lone_frame_cost_s = self.frame_cost_s
+        """... over the windows that ran alone (no other inference beside them: the wide session).
+        Other sessions' windows run narrow, slower a frame: this is what a lone reply can expect."""
         self.device_frame_s: float | None = None
         """The fewest decoder seconds per frame measured on a window of ``SPEED_WINDOW_FRAMES`` or
         more: the device's own speed (``frame_cost_s`` also carries other sessions' load), which
@@ -160,10 +164,7 @@ class WindowedModel:
         def decode(start: int, end: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
             return self.decode(u, start, end, phase, cancel)
 
-        def budget() -> float | None:
-            seconds = ahead() if ahead is not None else None
-            return None if seconds is None else seconds / max(self.frame_cost_s, 1e-6)
-
+        budget = None if ahead is None else ListenerBudget(policy, ahead, self._frame_costs, self._alone)
         return decode_windows(
             decode,
             u.f0,
@@ -175,13 +176,21 @@ class WindowedModel:
             policy=policy,
             fade=int(edges.fade_s * SAMPLE_RATE),
             opening=opening,
-            budget=budget if ahead is not None else None,
+            budget=budget,
             tail=u.tail,
             tail_threshold_db=edges.threshold_db,
             speech_end=u.speech_end,
             boundaries=word_boundaries(u),
             opening_frames=policy.opening(self.device_frame_s),
         )
+
+    def _frame_costs(self) -> tuple[float, float]:
+        return self.frame_cost_s, self.lone_frame_cost_s
+
+    def _alone(self) -> bool:
+        """Nothing else runs on the decoder or is about to (no other session is taking turns)."""
+        in_flight = self.lanes.in_flight
+        return not self.lanes.running and (in_flight is None or in_flight() <= 1)
 
     def front(
         self,
@@ -214,9 +223,12 @@ class WindowedModel:
     ) -> NDArray[np.float32]:
         expected_s = self.frame_cost_s * (end - start)
         feed = self.feed(u, start, end, phase)
+        alone = self._alone()
         (audio,), seconds = inference.run(self.decoder_sessions, ["audio"], feed, cancel, expected_s)
         cost = seconds / max(1, end - start)
         self.frame_cost_s += 0.3 * (cost - self.frame_cost_s)
+        if alone and self._alone():
+            self.lone_frame_cost_s += 0.3 * (cost - self.lone_frame_cost_s)
         if end - start >= SPEED_WINDOW_FRAMES:
             self.device_frame_s = min(cost, self.device_frame_s or cost)
         return np.asarray(audio, dtype=np.float32).ravel()

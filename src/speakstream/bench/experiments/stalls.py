@@ -1,8 +1,14 @@
 """Stalls: a long reply streamed by the agent (bidi, replay at 60 tokens/s) and played by a
-simulated real-time player, for the default chunk policy and the alternatives it was chosen over."""
+simulated real-time player, for the default chunk policy and the alternatives it was chosen over;
+then on a slowed machine (two busy loops in other processes for every core), with the engine's
+sustainable windows (``WindowPolicy.sustain``) and without, alternated."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import os
+import sys
 import time
 from typing import Any
 
@@ -25,6 +31,11 @@ POLICIES = {
     "no schedule": ChunkPolicy(schedule=()),
     "whole sentences only": ChunkPolicy(first_clause=False, schedule=()),
 }
+FLOORS = {"sustainable windows (default)": None, "sized to the buffer only (sustain 0)": 0.0}
+"""The slowed machine's arms: the policy's ``sustain`` (None: the engine's own)."""
+BUSY_LOOP = "while True: pass"
+BUSY_LOOPS_PER_CORE = 2
+KEYS = ("ttfa_ms", "stalls", "stall_ms", "audio_s", "audio_per_wall_s")
 
 
 async def one_reply(session: SpeechSession, reply_id: str, policy: ChunkPolicy) -> dict[str, Any]:
@@ -48,29 +59,59 @@ async def run(ctx: BenchContext) -> dict[str, Any]:
             for name, policy in policies.items():
                 runs[name].append(await one_reply(session, reply_id, policy))
                 ctx.say(f"stalls trial {trial + 1}: {name}")
-    return {
-        "reply_id": reply_id,
-        "policies": {
-            name: {
-                key: summary([r[key] for r in rs])
-                for key in ("ttfa_ms", "stalls", "stall_ms", "audio_s", "audio_per_wall_s")
-            }
-            for name, rs in runs.items()
-        },
-    }
+        slowed = await _slowed(ctx, session, reply_id)
+    result: dict[str, Any] = {"reply_id": reply_id, "policies": _summaries(runs)}
+    if slowed is not None:
+        result["slowed"] = _summaries(slowed)
+    return result
+
+
+async def _slowed(ctx: BenchContext, session: SpeechSession, reply_id: str) -> dict[str, list[dict[str, Any]]] | None:
+    """The default chunk policy with every core shared with two busy loops (the decoder at about a
+    third of its speed, near real time: one loop a core left it fast enough that no window had
+    to be raised), each arm of ``FLOORS`` in turn (None without an in-process Kokoro engine)."""
+    model = getattr(ctx.runtime.engine, "windowed", None) if ctx.runtime is not None else None
+    if model is None:
+        return None
+    base = model.policy
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in FLOORS}
+    burners = [
+        await asyncio.create_subprocess_exec(sys.executable, "-c", BUSY_LOOP)
+        for _ in range(BUSY_LOOPS_PER_CORE * (os.cpu_count() or 1))
+    ]
+    try:
+        for trial in range(ctx.trials(2, 1)):
+            for name in FLOORS if trial % 2 == 0 else reversed(FLOORS):
+                sustain = FLOORS[name]
+                model.policy = base if sustain is None else dataclasses.replace(base, sustain=sustain)
+                runs[name].append(await one_reply(session, reply_id, ChunkPolicy()))
+                ctx.say(f"stalls, slowed, trial {trial + 1}: {name}")
+    finally:
+        model.policy = base
+        for burner in burners:
+            burner.kill()
+            await burner.wait()
+    return runs
+
+
+def _summaries(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    return {name: {key: summary([r[key] for r in rs]) for key in KEYS} for name, rs in runs.items()}
 
 
 def markdown(result: dict[str, Any]) -> str:
-    rows = [
-        [
-            name,
-            r["ttfa_ms"]["mean"],
-            r["stalls"]["mean"],
-            r["stall_ms"]["mean"],
-            r["audio_s"]["mean"],
-            r["audio_per_wall_s"]["mean"],
-        ]
-        for name, r in result["policies"].items()
-    ]
-    headers = ["chunk policy", "first audio ms", "gaps", "total gap ms", "audio s", "audio s per wall s"]
-    return f"Reply `{result['reply_id']}` from `replies.jsonl`, agent in bidi mode:\n\n" + table(headers, rows)
+    headers = ["first audio ms", "gaps", "total gap ms", "audio s", "audio s per wall s"]
+    text = f"Reply `{result['reply_id']}` from `replies.jsonl`, agent in bidi mode:\n\n" + table(
+        ["chunk policy", *headers], _rows(result["policies"])
+    )
+    if "slowed" in result:
+        text += (
+            "\n\nThe same reply with the default chunk policy on a slowed machine (two busy loops "
+            "in other processes for every core), a lone reply's windows raised when they would cost more "
+            "than they play (`WindowPolicy.sustain`) and not, alternated:\n\n"
+            + table(["windows", *headers], _rows(result["slowed"]))
+        )
+    return text
+
+
+def _rows(policies: dict[str, dict[str, Any]]) -> list[list[Any]]:
+    return [[name, *(r[key]["mean"] for key in KEYS)] for name, r in policies.items()]
