@@ -33,7 +33,8 @@ POLICIES = {
 }
 FLOORS = {"sustainable windows (default)": None, "sized to the buffer only (sustain 0)": 0.0}
 """The slowed machine's arms: the policy's ``sustain`` (None: the engine's own)."""
-BUSY_LOOP = "while True: pass"
+BUSY_LOOP = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    for _ in range(100_000): pass"
+"""Spins until its parent (the bench) is gone, even if that is killed without its ``finally``."""
 BUSY_LOOPS_PER_CORE = 2
 KEYS = ("ttfa_ms", "stalls", "stall_ms", "audio_s", "audio_per_wall_s")
 
