@@ -206,25 +206,30 @@ def test_the_window_opening_a_reply_is_sized_for_the_measured_decoder(kokoro: Ko
         model.device_frame_s = measured
 
 
-def test_a_lone_reply_on_a_decoder_near_real_time_gets_windows_that_keep_up(kokoro: KokoroEngine) -> None:
+def test_a_lone_reply_on_a_slowed_decoder_gets_windows_that_keep_up(kokoro: KokoroEngine) -> None:
     """With nothing buffered, the window after the opening one is the smallest (32 frames) on a
-    fast decoder, and raised on one measured near real time (``ListenerBudget``), where 32 frames
-    and their context would cost more than they play; the audio is the same length either way."""
+    fast decoder, and the largest on one measured slower than real time (``ListenerBudget``),
+    where 32 frames and their context would cost more than they play; the audio is the same
+    length either way. (The measured speed moves toward the real one after each window, by 30%:
+    1.2 times real time stays over 0.84 after the opening window, still slow enough for the
+    largest; near real time the window would hang on this machine's speed, so the unit tests
+    check that rule.)"""
     model = kokoro.windowed
     assert model is not None
     text = "Your flight to Lisbon leaves tomorrow morning at nine, and the hotel has a room for you on the third floor."
     saved = model.frame_cost_s, model.lone_frame_cost_s
     frames: dict[float, list[int]] = {}
     try:
-        for frame_s in (0.005, 0.02):  # seconds a decoded frame: RTF 0.2 and 0.8
+        for frame_s in (0.005, 0.03):  # seconds a decoded frame: RTF 0.2 and 1.2
             model.frame_cost_s = model.lone_frame_cost_s = frame_s
             pieces = list(kokoro.stream(text, voice="af_heart", ahead=lambda: 0.0))
             frames[frame_s] = [round(len(p.samples) / FRAME_SAMPLES) for p in pieces]
     finally:
         model.frame_cost_s, model.lone_frame_cost_s = saved
-    fast, slow = frames[0.005], frames[0.02]
-    assert len(fast) > 2 and fast[1] <= model.policy.min_frames + model.policy.snap_ahead_frames
-    assert slow[1] > 2 * model.policy.min_frames
+    fast, slow = frames[0.005], frames[0.03]
+    policy = model.policy
+    assert len(fast) > 2 and fast[1] <= policy.min_frames + policy.snap_ahead_frames
+    assert slow[1] >= min(policy.max_frames - policy.snap_frames, sum(slow[1:]))  # the largest, or all the rest
     assert abs(sum(fast) - sum(slow)) <= 2
 
 

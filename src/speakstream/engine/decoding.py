@@ -148,7 +148,7 @@ class WindowPolicy:
             return math.inf
         context = 2 * self.context_frames
         even = context * rtf / (1.0 - rtf)
-        if max(self.min_frames, int(budget * self.safety) - context) > even:
+        if self.size(1, 0, opening=True, budget=budget) > even:
             return budget
         return max(budget, (even * self.sustain + context) / self.safety)
 
@@ -229,10 +229,10 @@ class ListenerBudget:
     While this reply is the decoder's only work (``alone()``), a budget whose window would cost
     more than it plays at the lone speed is raised (``policy.sustained``): on a slowed machine
     such windows shrink the buffer, each one further, and every one after it runs dry is a gap.
-    On 2 cores with one taken by another process, over 4 long replies through the real-time
-    player: 12 gaps (4.1 s) against 76 (13.4 s). On a quiet machine every window is sustainable
-    and nothing changes. With other sessions taking turns the scheduler has its
-    own rule for a buffer run dry."""
+    The Stalls experiment's slowed machine (two busy loops a core, 2 cores): 8.5 gaps a long
+    reply (15.8 s) against 52 (33.3 s). On a quiet machine every window is sustainable and
+    nothing changes. With other sessions taking turns the scheduler has its own rule for a
+    buffer run dry."""
 
     policy: WindowPolicy
     ahead: Callable[[], float | None]

@@ -164,7 +164,7 @@ class WindowedModel:
         def decode(start: int, end: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
             return self.decode(u, start, end, phase, cancel)
 
-        budget = None if ahead is None else ListenerBudget(policy, ahead, self._frame_costs, self._alone)
+        budget = None if ahead is None else self.budget(ahead, policy)
         return decode_windows(
             decode,
             u.f0,
@@ -183,6 +183,10 @@ class WindowedModel:
             boundaries=word_boundaries(u),
             opening_frames=policy.opening(self.device_frame_s),
         )
+
+    def budget(self, ahead: Ahead, policy: WindowPolicy) -> ListenerBudget:
+        """How the windows of a chunk whose listener has ``ahead()`` seconds buffered are sized."""
+        return ListenerBudget(policy, ahead, self._frame_costs, self._alone)
 
     def _frame_costs(self) -> tuple[float, float]:
         return self.frame_cost_s, self.lone_frame_cost_s

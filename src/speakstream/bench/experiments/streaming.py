@@ -126,7 +126,7 @@ def _decode(
         return model.decode(u, start, end, phase, None)
 
     clock = PlaybackClock()
-    budget = (lambda: clock.ahead_s() / model.frame_cost_s) if served else None
+    budget = model.budget(clock.ahead_s, policy) if served else None
     started, first, pieces = time.perf_counter(), 0.0, []
     windowed = decode_windows(
         decode,
