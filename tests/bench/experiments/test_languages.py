@@ -10,7 +10,6 @@ def _row(name: str, first: str, whole: float, windowed: float) -> dict[str, Any]
         "name": name,
         "peer_rate": None,
         "peer_voice": first,
-        "first_voice": first,
         "windowed_rate": windowed,
         "metric": "WER",
         "voices": {first: whole, "xx_other": 0.5},
@@ -22,7 +21,7 @@ def _row(name: str, first: str, whole: float, windowed: float) -> dict[str, Any]
 
 def test_each_language_shows_its_first_voice_whole_and_windowed() -> None:
     accuracy = {"es": _row("Spanish", "ef_dora", 0.1, 0.0), "it": _row("Italian", "if_sara", 0.2, 0.3)}
-    first = {tag: {"voice": row["first_voice"], "ttfa_ms": {"p50": 400.0}} for tag, row in accuracy.items()}
+    first = {tag: {"voice": row["peer_voice"], "ttfa_ms": {"p50": 400.0}} for tag, row in accuracy.items()}
     report = languages.markdown({"accuracy": accuracy, "first_audio": first})
     assert "first voice: whole / windowed" in report
     assert "| 10.0% / 0.0% |" in report and "| 20.0% / 30.0% |" in report

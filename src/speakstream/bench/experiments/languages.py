@@ -7,8 +7,13 @@ from __future__ import annotations
 import asyncio
 import statistics
 import tempfile
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from speakstream.bench.asr import CHARACTER_RATE_LANGUAGES, error_rate, multilingual_recognizer
 from speakstream.bench.context import BenchContext
@@ -66,19 +71,19 @@ def _accuracy_with(ctx: BenchContext, kokoro_onnx: Any | None) -> dict[str, Any]
         per_voice: dict[str, float] = {}
         pairs_all = []
         for voice in voices:
-            pairs = []
-            for text, reference in sentences:
-                chunk = engine.synthesize(text, voice=voice)
-                pairs.append((reference, asr.transcribe(chunk.samples, chunk.sample_rate, language=code).text))
+            pairs = _heard(asr, sentences, code, partial(_whole, engine, voice))
             per_voice[voice] = round(error_rate(pairs, code), 4)
             pairs_all += pairs
-        peer_pairs = [] if kokoro_onnx is None else _peer_pairs(kokoro_onnx, asr, sentences, voices[0], language.tag)
-        windowed_pairs = _windowed_pairs(engine, asr, sentences, voices[0], code)
+        peer_pairs = (
+            []
+            if kokoro_onnx is None
+            else _heard(asr, sentences, code, partial(_peer, kokoro_onnx, voices[0], language.tag))
+        )
+        windowed_pairs = _heard(asr, sentences, code, partial(_windowed, engine, voices[0]))
         rows[language.tag] = {
             "name": language.name,
             "peer_rate": round(error_rate(peer_pairs, code), 4) if peer_pairs else None,
-            "peer_voice": voices[0],
-            "first_voice": voices[0],
+            "peer_voice": voices[0],  # the language's first voice: also the one decoded in windows
             "windowed_rate": round(error_rate(windowed_pairs, code), 4),
             "metric": "CER" if code in CHARACTER_RATE_LANGUAGES else "WER",
             "voices": per_voice,
@@ -90,23 +95,30 @@ def _accuracy_with(ctx: BenchContext, kokoro_onnx: Any | None) -> dict[str, Any]
     return rows
 
 
-def _windowed_pairs(engine: Any, asr: Any, sentences: list[tuple[str, str]], voice: str, code: str) -> list[Any]:
-    """(reference, transcript) of a language's sentences decoded in windows, as a chunk that opens
-    a reply (``Engine.stream``: what the server sends), for the same voice's whole decodes above."""
-    pairs = []
-    for text, reference in sentences:
-        chunk = join_pieces(text, list(engine.stream(text, voice=voice)))
-        pairs.append((reference, asr.transcribe(chunk.samples, chunk.sample_rate, language=code).text))
-    return pairs
+Speak = Callable[[str], tuple[NDArray[np.float32], int]]
+"""A text's audio and its sample rate."""
 
 
-def _peer_pairs(kokoro_onnx: Any, asr: Any, sentences: list[tuple[str, str]], voice: str, tag: str) -> list[Any]:
-    """(reference, transcript) of kokoro-onnx (espeak-ng) reading a language's sentences."""
-    pairs = []
-    for text, reference in sentences:
-        audio, rate = kokoro_onnx.create(text, voice=voice, lang=PEER_LANGUAGES.get(tag, tag))
-        pairs.append((reference, asr.transcribe(audio, rate, language=whisper_code(tag)).text))
-    return pairs
+def _heard(asr: Any, sentences: list[tuple[str, str]], code: str, speak: Speak) -> list[tuple[str, str]]:
+    """(reference, transcript) of each of a language's sentences as ``speak`` reads it."""
+    return [(reference, asr.transcribe(*speak(text), language=code).text) for text, reference in sentences]
+
+
+def _whole(engine: Any, voice: str, text: str) -> tuple[NDArray[np.float32], int]:
+    chunk = engine.synthesize(text, voice=voice)
+    return chunk.samples, chunk.sample_rate
+
+
+def _windowed(engine: Any, voice: str, text: str) -> tuple[NDArray[np.float32], int]:
+    """Decoded in windows, as a chunk that opens a reply (``Engine.stream``: what the server sends)."""
+    chunk = join_pieces(text, list(engine.stream(text, voice=voice)))
+    return chunk.samples, chunk.sample_rate
+
+
+def _peer(kokoro_onnx: Any, voice: str, tag: str, text: str) -> tuple[NDArray[np.float32], int]:
+    """kokoro-onnx (espeak-ng) reading ``text``."""
+    audio, rate = kokoro_onnx.create(text, voice=voice, lang=PEER_LANGUAGES.get(tag, tag))
+    return audio, rate
 
 
 async def _first_audio(ctx: BenchContext) -> dict[str, Any]:
@@ -141,7 +153,7 @@ def markdown(result: dict[str, Any]) -> str:
             r["metric"],
             f"{100 * r['rate']:.1f}%",
             f"{100 * max(r['voices'].values()):.1f}% ({max(r['voices'], key=r['voices'].get)})",
-            f"{100 * r['voices'][r['first_voice']]:.1f}% / {100 * r['windowed_rate']:.1f}%",
+            f"{100 * r['voices'][r['peer_voice']]:.1f}% / {100 * r['windowed_rate']:.1f}%",
             "-" if r["peer_rate"] is None else f"{100 * r['peer_rate']:.1f}% ({r['peer_voice']})",
             first[tag]["ttfa_ms"]["p50"],
             first[tag]["voice"],
@@ -161,7 +173,7 @@ def markdown(result: dict[str, Any]) -> str:
         "voice",
     ]
     worst = statistics.fmean(r["rate"] for r in accuracy.values())
-    whole = statistics.fmean(r["voices"][r["first_voice"]] for r in accuracy.values())
+    whole = statistics.fmean(r["voices"][r["peer_voice"]] for r in accuracy.values())
     windowed = statistics.fmean(r["windowed_rate"] for r in accuracy.values())
     return (
         "Every voice reads 3 sentences written for its language (numbers and punctuation included, "
