@@ -2,6 +2,8 @@
 
 from typing import Any
 
+import numpy as np
+
 from speakstream.bench.experiments import streaming
 
 
@@ -30,3 +32,46 @@ def test_the_report_says_the_opening_window_snaps_only_when_its_run_did() -> Non
         _result(opening_snap_frames=4)
     )
     assert "when that puts it between words" not in streaming.markdown(_result())  # a run from before
+
+
+def test_an_utterance_heard_with_the_same_errors_both_ways_is_not_a_difference() -> None:
+    text = "Please bring your card."
+    pieces = [np.zeros(20 * 600, np.float32), np.zeros(32 * 600, np.float32)]
+    assert (
+        streaming.heard_differently("af_heart", text, "Please bring your cart.", "Please bring you card.", pieces)
+        is None
+    )
+    difference = streaming.heard_differently(
+        "af_heart", text, "Please bring your card.", "Please bring in a card.", pieces
+    )
+    assert difference is not None
+    assert (difference["errors_whole"], difference["errors_windowed"]) == (0, 2)
+    assert difference["window_frames"] == [20, 32]
+
+
+def test_the_report_names_what_the_windowed_decode_was_heard_as() -> None:
+    result = _result()
+    result["fidelity"]["differences"] = [
+        {
+            "voice": "af_heart",
+            "errors_whole": 0,
+            "errors_windowed": 2,
+            "heard_windowed": "card in a row",
+            "window_frames": [20, 25, 31],
+        },
+        {
+            "voice": "bm_george",
+            "errors_whole": 1,
+            "errors_windowed": 0,
+            "heard_windowed": "Your flight",
+            "window_frames": [23, 36],
+        },
+    ]
+    report = streaming.markdown(result)
+    assert "differed in 2 of 2 utterances: more windowed in 1, fewer in 1" in report
+    assert '"card in a row" (af_heart, windows [20, 25, 31])' in report
+    assert "Your flight" not in report  # only the utterances the windows made worse are quoted
+    result["fidelity"]["differences"] = []
+    assert "same number of word errors in both decodes of all 2 utterances" in streaming.markdown(result)
+    del result["fidelity"]["differences"]
+    assert "word errors" not in streaming.markdown(result)  # a run from before they were kept

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from speakstream.bench.asr import corpus_wer, recognizer
+from speakstream.bench.asr import corpus_wer, normalize_words, recognizer, word_errors
 from speakstream.bench.context import BenchContext
 from speakstream.bench.experiments.accuracy import SENTENCES, VOICES
 from speakstream.bench.player import Playback
@@ -27,7 +27,7 @@ from speakstream.bench.stats import summary
 from speakstream.bench.tables import table
 from speakstream.client import SpeechSession
 from speakstream.data import bench_text
-from speakstream.engine.decoding import WindowPolicy, decode_windows
+from speakstream.engine.decoding import FRAME_SAMPLES, WindowPolicy, decode_windows
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.windowed import Utterance, WindowedModel, word_boundaries
 from speakstream.scheduler import PlaybackClock
@@ -79,6 +79,7 @@ def _fidelity(ctx: BenchContext, engine: KokoroEngine, model: WindowedModel) -> 
     sentences = [*SENTENCES, FORTY_WORDS][:3] if ctx.quick else [*SENTENCES, FORTY_WORDS]
     rows: list[dict[str, float]] = []
     pairs: dict[str, list[tuple[str, str]]] = {"whole": [], "windowed": []}
+    differences: list[dict[str, Any]] = []
     seam_image = None
     for voice in voices:
         for text in sentences:
@@ -88,8 +89,11 @@ def _fidelity(ctx: BenchContext, engine: KokoroEngine, model: WindowedModel) -> 
             seams = np.cumsum([len(p) for p in windowed[:-1]])
             joined_whole, joined = np.concatenate(whole), np.concatenate(windowed)
             rows.append(_compare(joined_whole, joined, seams, whole_s, windowed_s, whole_first_s, first_s))
-            pairs["whole"].append((text, asr.transcribe(joined_whole, 24_000).text))
-            pairs["windowed"].append((text, asr.transcribe(joined, 24_000).text))
+            heard_whole, heard = asr.transcribe(joined_whole, 24_000).text, asr.transcribe(joined, 24_000).text
+            pairs["whole"].append((text, heard_whole))
+            pairs["windowed"].append((text, heard))
+            if (difference := heard_differently(voice, text, heard_whole, heard, windowed)) is not None:
+                differences.append(difference)
             if seam_image is None and len(seams):
                 seam_image = _seam_plot(joined_whole, joined, int(seams[0]), ctx.out / "seam.png")
         ctx.say(f"streaming fidelity {voice}: {len(rows)} utterances")
@@ -103,12 +107,53 @@ def _fidelity(ctx: BenchContext, engine: KokoroEngine, model: WindowedModel) -> 
         "seams": int(sum(r["seams"] for r in rows)),
         "wer_whole": round(corpus_wer(pairs["whole"]), 4),
         "wer_windowed": round(corpus_wer(pairs["windowed"]), 4),
+        "differences": differences,
         "first_audio_ms_whole": summary([1000 * r["whole_first_s"] for r in rows]),
         "first_audio_ms_windowed": summary([1000 * r["first_s"] for r in rows]),
         "throughput_ratio": round(sum(r["whole_s"] for r in rows) / sum(r["windowed_s"] for r in rows), 3),
         "audio_s": round(sum(r["audio_s"] for r in rows), 1),
         "image": seam_image,
     }
+
+
+def heard_differently(
+    voice: str, text: str, heard_whole: str, heard: str, windowed: list[NDArray[np.float32]]
+) -> dict[str, Any] | None:
+    """What Whisper heard in both decodes of one utterance, and the windows' lengths in frames,
+    when they have different word errors (None when the same): a WER gap shows which words and
+    which windows made it."""
+    reference = normalize_words(text)
+    errors = [word_errors(reference, normalize_words(h)) for h in (heard_whole, heard)]
+    if errors[0] == errors[1]:
+        return None
+    return {
+        "voice": voice,
+        "text": text,
+        "errors_whole": errors[0],
+        "errors_windowed": errors[1],
+        "heard_whole": heard_whole,
+        "heard_windowed": heard,
+        "window_frames": [round(len(piece) / FRAME_SAMPLES) for piece in windowed],
+    }
+
+
+def differences_line(fidelity: dict[str, Any]) -> str:
+    """How many utterances Whisper heard with more (and fewer) word errors windowed, and the words."""
+    differences = fidelity.get("differences")
+    if differences is None:
+        return ""  # a run from before they were kept
+    worse = [d for d in differences if d["errors_windowed"] > d["errors_whole"]]
+    better = len(differences) - len(worse)
+    count = fidelity["utterances"]
+    if not differences:
+        return f"\nWhisper made the same number of word errors in both decodes of all {count} utterances.\n"
+    heard = "; ".join(f'"{d["heard_windowed"]}" ({d["voice"]}, windows {d["window_frames"]})' for d in worse[:3])
+    return (
+        f"\nWhisper's word errors differed in {len(differences)} of {count} utterances: "
+        f"more windowed in {len(worse)}, fewer in {better}"
+        + (f". Heard windowed: {heard}" if heard else "")
+        + " (every one in `results.json`, `fidelity.differences`).\n"
+    )
 
 
 def _front(engine: KokoroEngine, model: WindowedModel, text: str, voice: str) -> Utterance:
@@ -316,6 +361,8 @@ def markdown(result: dict[str, Any]) -> str:
             ],
         ),
     ]
+    if differences := differences_line(f):
+        lines.append(differences)
     latency = result.get("latency")
     if latency:
         rows = [
