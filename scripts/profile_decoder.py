@@ -1,6 +1,6 @@
 """Where the decoder's time goes: ONNX Runtime's per-operator profile of one window.
 
-    python scripts/profile_decoder.py [--frames 41] [--threads 2] [--runs 8] [--top 12]
+    python scripts/profile_decoder.py [--frames 41] [--threads 2] [--runs 8] [--top 12] [--decoder mixed]
 
 Decodes one window of ``--frames`` frames (the default is a reply's opening window on an AMD EPYC
 with AVX2: 25 frames, 4 of lead context and 12 on the right; with AVX-512 it is 36, 20 of them
@@ -51,7 +51,8 @@ def _profile(engine: KokoroEngine, feed: dict[str, Any], threads: int, runs: int
     options.enable_profiling = True
     with tempfile.TemporaryDirectory() as folder:
         options.profile_file_prefix = str(Path(folder) / "decoder")
-        session = ort.InferenceSession(str(engine.assets.split("decoder")), options, providers=engine.providers)
+        path = engine.assets.decoder(engine.config.decoder)
+        session = ort.InferenceSession(str(path), options, providers=engine.providers)
         for _ in range(WARM_UP):
             session.run(None, feed)
         seconds = []
@@ -87,8 +88,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--decoder", choices=("mixed", "float"), default="mixed")
     args = parser.parse_args()
-    engine = KokoroEngine(EngineConfig(parallel=1))
+    engine = KokoroEngine(EngineConfig(parallel=1, decoder=args.decoder))
     if engine.windowed is None:
         raise SystemExit("needs the fast graph (the decoder part)")
     feed = _feed(engine, args.frames)

@@ -83,6 +83,8 @@ class ServerConfig:
     """Serve a tone-generating fake engine (protocol development without the model)."""
     model_dir: Path | None = None
     graph: str = "fast"
+    decoder: str = "mixed"
+    """The fast graph's decoder: ``mixed`` (partly int8, faster) or ``float`` (``EngineConfig``)."""
     intra_op_threads: int = 0
     spin_threads: bool = False
     policy: ChunkPolicy = field(default_factory=ChunkPolicy)
@@ -121,6 +123,7 @@ class ServerConfig:
         return EngineConfig(
             model_dir=self.model_dir,
             graph=self.graph,
+            decoder=self.decoder,
             intra_op_threads=self.intra_op_threads,
             parallel=self.workers,
             spin_threads=self.spin_threads,

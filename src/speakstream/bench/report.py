@@ -27,7 +27,9 @@ def render(run: dict[str, Any], modules: dict[str, ModuleType], images: dict[str
         f"Measured with `{run['command']}` on {run['date']}: {device.get('cpu')}"
         f"{f' ({vector})' if (vector := device.get('vector')) else ''}, {device.get('cores')} cores, "
         f"onnxruntime {device.get('onnxruntime')} on {', '.join(device.get('providers', []))} "
-        f"(device: {device.get('device')}, graph: {device.get('graph')}, engine lanes: {device.get('lanes', 1)})"
+        f"(device: {device.get('device')}, graph: {device.get('graph')}"
+        f"{f', decoder: {decoder}' if (decoder := device.get('decoder')) else ''}"
+        f", engine lanes: {device.get('lanes', 1)})"
         f"{' (--quick)' if run['quick'] else ''}. "
         f"Every figure below comes from that one run; side-by-side numbers were measured interleaved.\n",
         _experiments(run),

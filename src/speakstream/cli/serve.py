@@ -32,6 +32,9 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--model-dir", type=Path)
     parser.add_argument("--graph", choices=("fast", "timed", "original"))
+    parser.add_argument(
+        "--decoder", choices=("mixed", "float"), help="the fast graph's decoder (default mixed: partly int8)"
+    )
     parser.add_argument("--fake-engine", action="store_true", default=None, help="tone generator instead of Kokoro")
     parser.add_argument("--no-first-chunk-priority", dest="first_chunk_priority", action="store_false", default=None)
     parser.add_argument(
@@ -74,6 +77,7 @@ def serve_command(args: argparse.Namespace) -> int:
         workers=args.workers,
         model_dir=args.model_dir,
         graph=args.graph,
+        decoder=args.decoder,
         fake_engine=args.fake_engine,
         first_chunk_priority=args.first_chunk_priority,
         preempt=args.preempt,

@@ -6,8 +6,10 @@ Resolution order: an explicit ``--model-dir`` / ``SPEAKSTREAM_MODEL_DIR``; the l
 ``kokoro-js@1.2.1``); the Hugging Face hub for users with internet (optional).
 
 A model directory holds ``model.int8.onnx`` and ``voices/<name>.bin``; the derived graphs
-(``model.timed.onnx``: durations output; ``model.fast.onnx``: durations + float convolutions) are
-made once next to it, or in the cache when the directory is not writable.
+(``model.timed.onnx``: durations output; ``model.fast.onnx``: durations + float convolutions; its
+two parts ``model.front.onnx`` and ``model.decoder.onnx``, and ``model.decoder.mixed.onnx``, the
+decoder partly int8, see ``quantize``) are made once next to it, or in the cache when the
+directory is not writable.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ VOICE_COUNT = 54
 HUB_REPO = "onnx-community/Kokoro-82M-v1.0-ONNX"
 HUB_MODEL = "onnx/model_quantized.onnx"
 GRAPHS = ("fast", "timed", "original")
+DECODERS = ("mixed", "float")
 FIX = "run `speakstream assets fetch`"
 
 Task = Callable[[str], downloads.Progress]
@@ -73,6 +76,14 @@ class Assets:
         """The ``front`` or ``decoder`` part of the fast graph, for windowed decoding."""
         return self.derived_dir / f"model.{part}.onnx"
 
+    def decoder(self, precision: str = "mixed") -> Path:
+        """The decoder part: ``mixed`` (partly int8, ``quantize``; default) or ``float``."""
+        if precision not in DECODERS:
+            raise AssetError(
+                f"unknown decoder {precision!r}; choose one of {', '.join(DECODERS)}", code="invalid_config"
+            )
+        return self.split("decoder" if precision == "float" else "decoder.mixed")
+
     def voice_files(self) -> dict[str, Path]:
         if not self.voices_dir.is_dir():
             return {}
@@ -85,7 +96,7 @@ class Assets:
             found.append(f"model file {self.model}")
         elif self.model.stat().st_size != MODEL_SIZE:
             found.append(f"model file {self.model} (wrong size)")
-        for path in (self.graph("fast"), self.graph("timed"), self.split("front"), self.split("decoder")):
+        for path in (self.graph("fast"), self.graph("timed"), self.split("front"), *map(self.decoder, DECODERS)):
             if not path.is_file():
                 found.append(f"derived graph {path}")
         voices = self.voice_files()
@@ -235,12 +246,13 @@ def _derive(assets: Assets) -> list[str]:
     import onnx  # heavy; only needed here
 
     from speakstream.engine.graph import add_durations, float_convolutions, split
+    from speakstream.engine.quantize import mixed
 
     made: list[str] = []
     stamp = assets.derived_dir / "derived.json"
-    wanted = {"model_sha256": MODEL_SHA256, "version": 4}
+    wanted = {"model_sha256": MODEL_SHA256, "version": 5}
     current = json.loads(stamp.read_text()) if stamp.is_file() else {}
-    files = [assets.graph("fast"), assets.graph("timed"), assets.split("front"), assets.split("decoder")]
+    files = [assets.graph("fast"), assets.graph("timed"), assets.split("front"), *map(assets.decoder, DECODERS)]
     if current == wanted and all(f.is_file() for f in files):
         return made
     timed = add_durations(onnx.load(str(assets.model)))
@@ -249,9 +261,12 @@ def _derive(assets: Assets) -> list[str]:
     fast = float_convolutions(timed)
     with _staging(assets.graph("fast")) as part:
         onnx.save(fast, str(part))
-    for name, graph in zip(("front", "decoder"), split(fast), strict=True):
+    front, decoder = split(fast)
+    for name, graph in (("front", front), ("decoder", decoder)):
         with _staging(assets.split(name)) as part:
             onnx.save(graph, str(part))
+    with _staging(assets.decoder("mixed")) as part:
+        onnx.save(mixed(decoder, front, assets.voices_dir), str(part))
     stamp.write_text(json.dumps(wanted))
     made.append("derived timed, fast, front and decoder graphs")
     return made

@@ -34,6 +34,10 @@ class EngineConfig:
     """Model directory; default ``SPEAKSTREAM_MODEL_DIR`` or the cache."""
     graph: str = "fast"
     """``fast`` (float convolutions, durations), ``timed`` (int8, durations) or ``original``."""
+    decoder: str = "mixed"
+    """The ``fast`` graph's decoder: ``mixed`` (the generator's first stage and noise branch in
+    int8, about 0.75x the compute, and closer to the float decoder than the model's own int8
+    export is; see ``quantize``) or ``float``."""
     intra_op_threads: int = 0
     """Threads inside one inference (0: ONNX Runtime's default, the physical cores)."""
     inter_op_threads: int = 1
@@ -120,7 +124,9 @@ class KokoroEngine(VoiceBankEngine):
         """Inferences that may run at once: the server's engine workers when it sets none."""
         if self.config.graph == "fast":  # the fast graph, cut in two for windowed decoding
             narrow = self._narrow(providers)
-            self.windowed = WindowedModel(self.assets, options, providers, self.config.windows, narrow=narrow)
+            self.windowed = WindowedModel(
+                self.assets, options, providers, self.config.windows, narrow=narrow, decoder=self.config.decoder
+            )
             self.providers = self.windowed.providers
         else:
             self.session = ort.InferenceSession(str(self.assets.graph(self.config.graph)), options, providers=providers)

@@ -73,13 +73,16 @@ class WindowedModel:
         policy: WindowPolicy,
         *,
         narrow: tuple[Any, int] | None = None,
+        decoder: str = "mixed",
     ) -> None:
         """``narrow``: (session options with a share of the cores, how many) copies of both parts,
-        for inferences that start while another runs (``inference.Lanes``)."""
+        for inferences that start while another runs (``inference.Lanes``); ``decoder``: which
+        decoder part (``Assets.decoder``)."""
         import onnxruntime as ort
 
         def load(part: str, part_options: Any) -> Any:
-            return ort.InferenceSession(str(assets.split(part)), part_options, providers=providers)
+            path = assets.decoder(decoder) if part == "decoder" else assets.split(part)
+            return ort.InferenceSession(str(path), part_options, providers=providers)
 
         narrow_options, count = narrow or (None, 0)
         self.lanes = inference.Lanes()

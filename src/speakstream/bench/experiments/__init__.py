@@ -15,6 +15,7 @@ from speakstream.bench.experiments import (
     isolated,
     languages,
     peers,
+    precision,
     stalls,
     streaming,
     text,
@@ -25,6 +26,7 @@ EXPERIMENTS: dict[str, ModuleType] = {
     for m in (
         engine,
         streaming,
+        precision,
         accuracy,
         languages,
         text,
