@@ -63,3 +63,8 @@ def test_a_public_address_caps_each_client_at_half_the_queue_by_default() -> Non
     assert ServerConfig(host="0.0.0.0", api_key="k", queue_depth=64).client_queue_cap == 32
     assert ServerConfig(host="0.0.0.0", api_key="k", queue_depth=4).client_queue_cap == 3  # one reply's slots
     assert ServerConfig(host="127.0.0.1", max_client_queue=9).client_queue_cap == 9
+
+
+def test_the_decoder_is_chosen_by_the_engine_unless_set() -> None:
+    assert ServerConfig.from_env({}).engine_config().decoder == "auto"
+    assert ServerConfig.from_env({"SPEAKSTREAM_DECODER": "float"}).engine_config().decoder == "float"

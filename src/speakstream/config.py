@@ -83,8 +83,9 @@ class ServerConfig:
     """Serve a tone-generating fake engine (protocol development without the model)."""
     model_dir: Path | None = None
     graph: str = "fast"
-    decoder: str = "mixed"
-    """The fast graph's decoder: ``mixed`` (partly int8, faster) or ``float`` (``EngineConfig``)."""
+    decoder: str = "auto"
+    """The fast graph's decoder: ``mixed`` (partly int8, faster on a CPU), ``float``, or ``auto``
+    (``mixed`` on the CPU provider, else ``float``; ``EngineConfig.decoder``)."""
     intra_op_threads: int = 0
     spin_threads: bool = False
     policy: ChunkPolicy = field(default_factory=ChunkPolicy)

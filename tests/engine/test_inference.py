@@ -118,3 +118,13 @@ def test_two_lanes_by_default_on_a_cpu_with_cores_to_share(
     from speakstream.engine.kokoro import EngineConfig, lanes
 
     assert lanes(EngineConfig(**config), providers) == expected
+
+
+@pytest.mark.parametrize(
+    ("requested", "providers", "expected"),
+    [("auto", CPU, "mixed"), ("auto", CUDA, "float"), ("float", CPU, "float"), ("mixed", CUDA, "mixed")],
+)
+def test_the_int8_decoder_is_the_default_on_the_cpu_only(requested: str, providers: list[str], expected: str) -> None:
+    from speakstream.engine.kokoro import pick_decoder
+
+    assert pick_decoder(requested, providers) == expected

@@ -94,7 +94,7 @@ def device_info(engine: KokoroEngine | None = None) -> dict[str, Any]:
         info["providers"] = engine.providers
         info["device"] = engine.device
         info["graph"] = engine.config.graph
-        if engine.config.graph == "fast":
-            info["decoder"] = engine.config.decoder
+        if engine.decoder:
+            info["decoder"] = engine.decoder
         info["lanes"] = engine.parallel
     return info

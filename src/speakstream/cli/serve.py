@@ -33,7 +33,9 @@ def register(commands: Any) -> None:
     parser.add_argument("--model-dir", type=Path)
     parser.add_argument("--graph", choices=("fast", "timed", "original"))
     parser.add_argument(
-        "--decoder", choices=("mixed", "float"), help="the fast graph's decoder (default mixed: partly int8)"
+        "--decoder",
+        choices=("auto", "mixed", "float"),
+        help="the fast graph's decoder (default auto: mixed, partly int8, on a CPU; float on a GPU)",
     )
     parser.add_argument("--fake-engine", action="store_true", default=None, help="tone generator instead of Kokoro")
     parser.add_argument("--no-first-chunk-priority", dest="first_chunk_priority", action="store_false", default=None)

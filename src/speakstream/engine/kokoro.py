@@ -34,10 +34,12 @@ class EngineConfig:
     """Model directory; default ``SPEAKSTREAM_MODEL_DIR`` or the cache."""
     graph: str = "fast"
     """``fast`` (float convolutions, durations), ``timed`` (int8, durations) or ``original``."""
-    decoder: str = "mixed"
+    decoder: str = "auto"
     """The ``fast`` graph's decoder: ``mixed`` (the generator's first stage and noise branch in
-    int8, about 0.75x the compute, and closer to the float decoder than the model's own int8
-    export is; see ``quantize``) or ``float``."""
+    int8 ``QLinearConv``, about 0.8x the compute on a CPU, and closer to the float decoder than the
+    model's own int8 export is; see ``quantize``), ``float``, or ``auto``: ``mixed`` on the CPU
+    provider, ``float`` on any other (a GPU's provider may lack ``QLinearConv`` and fall back to
+    the CPU for it)."""
     intra_op_threads: int = 0
     """Threads inside one inference (0: ONNX Runtime's default, the physical cores)."""
     inter_op_threads: int = 1
@@ -73,6 +75,13 @@ def pick_providers(requested: tuple[str, ...] | None = None) -> list[str]:
     if "CUDAExecutionProvider" in available:
         return ["CUDAExecutionProvider", "CPUExecutionProvider"]
     return ["CPUExecutionProvider"]
+
+
+def pick_decoder(requested: str, providers: list[str]) -> str:
+    """``EngineConfig.decoder`` for these providers: ``auto`` is ``mixed`` on the CPU only."""
+    if requested != "auto":
+        return requested
+    return "mixed" if providers[0] == "CPUExecutionProvider" else "float"
 
 
 def lanes(config: EngineConfig, providers: list[str]) -> int:
@@ -120,12 +129,15 @@ class KokoroEngine(VoiceBankEngine):
         options = session_options(self.config.intra_op_threads, self.config.inter_op_threads, self.config.spin_threads)
         providers = pick_providers(self.config.providers)
         self.windowed: WindowedModel | None = None
+        self.decoder: str | None = None
+        """The decoder part in use (``EngineConfig.decoder`` resolved), None for a whole graph."""
         self.parallel = lanes(self.config, providers)
         """Inferences that may run at once: the server's engine workers when it sets none."""
         if self.config.graph == "fast":  # the fast graph, cut in two for windowed decoding
             narrow = self._narrow(providers)
+            self.decoder = pick_decoder(self.config.decoder, providers)
             self.windowed = WindowedModel(
-                self.assets, options, providers, self.config.windows, narrow=narrow, decoder=self.config.decoder
+                self.assets, options, providers, self.config.windows, narrow=narrow, decoder=self.decoder
             )
             self.providers = self.windowed.providers
         else:
