@@ -11,11 +11,11 @@ from onnx import TensorProto, helper, numpy_helper
 
 from speakstream.bench.experiments.streaming import _logmel_distance
 from speakstream.engine import quantize
-from speakstream.engine.graph import ENERGY, F0, FEATURES, PHASE
+from speakstream.engine.graph import decoder_feed, front_feed
 from speakstream.engine.kokoro import KokoroEngine
 
 CONV = quantize.QUANTIZED[1] + "convs1.0/Conv_speakstream"
-KEPT = quantize.GENERATOR + "resblocks.3/convs1.0/Conv_speakstream"
+KEPT = f"{quantize.GENERATOR}/resblocks.3/convs1.0/Conv_speakstream"
 
 
 def two_convs(rng: np.random.Generator) -> onnx.ModelProto:
@@ -93,9 +93,9 @@ def test_the_mixed_decoder_is_nearer_the_float_one_than_the_int8_export(kokoro: 
     ):
         tokens = kokoro.phonemizer.phonemize(text).tokens
         style = kokoro.voice_bank.style(voice, len(tokens))
-        feed = {"tokens": np.array([[0, *tokens, 0]], np.int64), "style": style, "speed": np.ones(1, np.float32)}
-        _, features, f0, energy = load["front"].run(None, feed)
-        inputs = {FEATURES: features, F0: f0, ENERGY: energy, "style": style, PHASE: np.zeros((1, 1, 9), np.float32)}
+        feed = front_feed(tokens, style, 1.0)
+        _, *outputs = load["front"].run(None, feed)
+        inputs = decoder_feed(outputs, style, np.zeros((1, 1, 9), np.float32))
         reference = load["float"].run(None, inputs)[0].ravel()
         ours.append(_logmel_distance(reference, load["mixed"].run(None, inputs)[0].ravel()))
         export.append(_logmel_distance(reference, load["int8"].run(["audio"], feed)[0].ravel()))

@@ -21,7 +21,7 @@ is exact in weights, so the speech is the same model's; WER is measured on it.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,35 @@ frame of the window, [1, 1, harmonics]."""
 SINE_SUM = "/decoder/decoder/generator/m_source/l_sin_gen/CumSum"
 SINE_HARMONICS = "/decoder/decoder/generator/m_source/l_sin_gen/Constant_output_0"
 SINE_RATE = "/decoder/decoder/generator/m_source/l_sin_gen/Constant_1_output_0"
+
+
+def front_feed(tokens: Sequence[int], style: np.ndarray[Any, Any], speed: float) -> dict[str, Any]:
+    """The front's (and the whole graph's) inputs for phoneme ``tokens`` (padded here)."""
+    return {
+        "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
+        "style": style,
+        "speed": np.array([speed], dtype=np.float32),
+    }
+
+
+def decoder_feed(
+    front: Sequence[np.ndarray[Any, Any]],
+    style: np.ndarray[Any, Any],
+    phase: np.ndarray[Any, Any],
+    start: int = 0,
+    end: int | None = None,
+) -> dict[str, Any]:
+    """The decoder's inputs for frames ``[start, end)`` of the front's (features, F0, energy)
+    outputs (two curve values a frame), its sine source at ``phase``."""
+    features, f0, energy = front
+    stop = features.shape[2] if end is None else end
+    return {
+        FEATURES: np.ascontiguousarray(features[:, :, start:stop]),
+        F0: np.ascontiguousarray(f0[:, 2 * start : 2 * stop]),
+        ENERGY: np.ascontiguousarray(energy[:, 2 * start : 2 * stop]),
+        "style": style,
+        PHASE: phase,
+    }
 
 
 def split(model: onnx.ModelProto) -> tuple[onnx.ModelProto, onnx.ModelProto]:
@@ -135,7 +164,7 @@ def float_convolutions(model: onnx.ModelProto, prefix: str = GENERATOR) -> onnx.
     g.graph.node.extend(nodes)
     g.graph.initializer.extend(added)
     g.graph.initializer.append(numpy_helper.from_array(np.array([2], dtype=np.int64), "speakstream_axis2"))
-    _prune(model)
+    prune(model)
     return model
 
 
@@ -207,7 +236,7 @@ def _lift_attributes(attrs: dict[str, Any]) -> dict[str, Any]:
     return lifted
 
 
-def _prune(model: onnx.ModelProto) -> None:
+def prune(model: onnx.ModelProto) -> None:
     """Drop nodes and initializers nothing uses any more."""
     graph = model.graph
     outputs = {o.name for o in graph.output}

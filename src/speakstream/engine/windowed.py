@@ -29,7 +29,7 @@ from speakstream.engine.decoding import (
     speech_span,
     word_times,
 )
-from speakstream.engine.graph import ENERGY, F0, FEATURES, PHASE
+from speakstream.engine.graph import decoder_feed, front_feed
 from speakstream.engine.phonemes import Phonemized
 from speakstream.engine.voices import VoiceBank
 from speakstream.types import SAMPLE_RATE, AudioPiece, SynthesisTimings, WordTimestamp
@@ -210,11 +210,7 @@ class WindowedModel:
         edges: EdgePolicy,
     ) -> Utterance:
         style = voices.style(voice, len(part.tokens))
-        feed = {
-            "tokens": np.array([[0, *part.tokens, 0]], dtype=np.int64),
-            "style": style,
-            "speed": np.array([speed], dtype=np.float32),
-        }
+        feed = front_feed(part.tokens, style, speed)
         (durations, features, f0, energy), _ = inference.run(self.front_sessions, None, feed, cancel)
         durations = np.asarray(durations).ravel()
         frames = int(durations.sum())
@@ -243,13 +239,7 @@ class WindowedModel:
     @staticmethod
     def feed(u: Utterance, start: int, end: int, phase: NDArray[np.float32]) -> dict[str, Any]:
         """The decoder's inputs for frames ``[start, end)`` of ``u``, the sine source at ``phase``."""
-        return {
-            FEATURES: np.ascontiguousarray(u.features[:, :, start:end]),
-            F0: np.ascontiguousarray(u.f0[:, 2 * start : 2 * end]),
-            ENERGY: np.ascontiguousarray(u.energy[:, 2 * start : 2 * end]),
-            "style": u.style,
-            PHASE: phase,
-        }
+        return decoder_feed((u.features, u.f0, u.energy), u.style, phase, start, end)
 
 
 def word_boundaries(u: Utterance) -> list[int]:

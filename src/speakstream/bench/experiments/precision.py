@@ -22,7 +22,7 @@ from speakstream.bench.experiments.accuracy import SENTENCES, VOICES
 from speakstream.bench.experiments.streaming import FORTY_WORDS, _logmel_distance
 from speakstream.bench.stats import ratio, summary
 from speakstream.bench.tables import table
-from speakstream.engine.graph import ENERGY, F0, FEATURES, PHASE
+from speakstream.engine.graph import PHASE, decoder_feed, front_feed
 from speakstream.engine.kokoro import KokoroEngine, session_options
 
 NAME = "precision"
@@ -47,8 +47,8 @@ def _run(ctx: BenchContext) -> dict[str, Any]:
     audio_s = 0.0
     for voice in voices:
         for i, text in enumerate(texts):
-            feed, inputs = _inputs(engine, sessions["front"], text, voice)
-            audio = _timed_decodes(sessions, inputs, seconds, flip=i % 2 == 1)
+            feed, whole, opening = _inputs(engine, sessions, text, voice)
+            audio = _timed_decodes(sessions, {"opening": opening, "whole": whole}, seconds, flip=i % 2 == 1)
             audio["int8 export"] = sessions["int8 export"].run(["audio"], feed)[0].ravel()
             audio_s += len(audio["float"]) / engine.sample_rate
             for name, samples in audio.items():
@@ -74,33 +74,35 @@ def _sessions(engine: KokoroEngine) -> dict[str, Any]:
     return {name: ort.InferenceSession(str(path), options, providers=cpu) for name, path in paths.items()}
 
 
-def _inputs(engine: KokoroEngine, front: Any, text: str, voice: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The whole graph's feed, and the decoders' inputs from the front on it."""
+def _inputs(engine: KokoroEngine, sessions: dict[str, Any], text: str, voice: str) -> tuple[dict[str, Any], ...]:
+    """The whole graph's feed, and the decoders' inputs from the front on it: whole, and the
+    opening window."""
     tokens = engine.parts(text, engine.check_voice(voice).speaks)[0].tokens
     style = engine.voice_bank.style(voice, len(tokens))
-    feed = {"tokens": np.array([[0, *tokens, 0]], np.int64), "style": style, "speed": np.ones(1, np.float32)}
-    _, features, f0, energy = front.run(None, feed)
-    phase = np.zeros((1, 1, len(engine.windowed.harmonics) if engine.windowed else 9), np.float32)
-    return feed, {FEATURES: features, F0: f0, ENERGY: energy, "style": style, PHASE: phase}
+    feed = front_feed(tokens, style, 1.0)
+    _, *outputs = sessions["front"].run(None, feed)
+    width = next(i.shape[-1] for i in sessions["float"].get_inputs() if i.name == PHASE)
+    phase = np.zeros((1, 1, width), np.float32)
+    return feed, decoder_feed(outputs, style, phase), decoder_feed(outputs, style, phase, 0, OPENING_FRAMES)
 
 
 def _timed_decodes(
-    sessions: dict[str, Any], inputs: dict[str, Any], seconds: dict[str, dict[str, list[float]]], *, flip: bool
+    sessions: dict[str, Any],
+    feeds: dict[str, dict[str, Any]],
+    seconds: dict[str, dict[str, list[float]]],
+    *,
+    flip: bool,
 ) -> dict[str, NDArray[np.float32]]:
-    n = OPENING_FRAMES
-    opening = {
-        **inputs,
-        FEATURES: inputs[FEATURES][:, :, :n],
-        F0: inputs[F0][:, : 2 * n],
-        ENERGY: inputs[ENERGY][:, : 2 * n],
-    }
+    """Each decoder on the opening window, then on the whole (``flip``: in the other order); the
+    whole audio of each."""
     audio = {}
     for name in reversed(DECODERS) if flip else DECODERS:
-        for kind, feed in (("opening", opening), ("whole", inputs)):
+        for kind, feed in feeds.items():
             started = time.perf_counter()
             out = sessions[name].run(None, feed)[0].ravel()
             seconds[name][kind].append(time.perf_counter() - started)
-        audio[name] = out
+            if kind == "whole":
+                audio[name] = out
     return audio
 
 
@@ -111,7 +113,7 @@ def _summarise(
     audio_s: float,
 ) -> dict[str, Any]:
     rows: dict[str, dict[str, Any]] = {}
-    for name in (*heard, *[n for n in distance if n not in heard]):
+    for name in dict.fromkeys([*heard, *distance]):
         pairs = heard.get(name)
         row: dict[str, Any] = {"utterances": len(pairs or distance[name])}
         if pairs is not None:
