@@ -108,7 +108,9 @@ def test_a_budget_sizes_windows_to_what_the_listener_has_buffered() -> None:
     policy = WindowPolicy(first_frames=12, min_frames=40, max_frames=160, context_frames=12, safety=1.0)
     assert policy.size(0, 0, opening=True, budget=500.0) == 12  # the listener is waiting: small
     assert policy.size(1, 12, opening=True, budget=100.0) == 76  # 100 frames of compute: 76 + 2 x 12 of context
-    assert policy.size(1, 12, opening=True, budget=0.0) == 40  # nothing buffered: the smallest that sounds right
+    assert policy.size(1, 12, opening=True, budget=0.0) == 12  # nothing buffered after a short window: as short
+    assert policy.size(1, 40, opening=True, budget=0.0) == 40  # ... else the smallest that sounds right
+    assert policy.size(2, 12, opening=True, budget=0.0) == 40
     assert policy.size(0, 0, opening=False, budget=1000.0) == 160  # a later chunk: up to the largest
     assert policy.size(0, 0, opening=False, budget=30.0) == 12  # ... but small when its listener is waiting
     assert policy.size(2, 40, opening=True, budget=float("inf")) == 160  # no limit: the largest
@@ -198,7 +200,7 @@ def test_a_listener_budget_keeps_to_the_buffer_beside_other_sessions_or_without_
     assert _budget([None])() is None
 
 
-def _gaps_on_a_slow_decoder(policy: WindowPolicy, rtf: float, frames: int = 1600) -> int:
+def _gaps_on_a_slow_decoder(policy: WindowPolicy, rtf: float, frames: int = 1600, opening: int | None = None) -> int:
     """Gaps a real-time listener hears when one long chunk is decoded at ``rtf`` (decoder seconds
     per decoded frame over a frame's audio), on a simulated clock. The budget reads the buffer as
     the scheduler's ``PlaybackClock`` does (real time since the first piece, gaps not counted)."""
@@ -226,6 +228,7 @@ def _gaps_on_a_slow_decoder(policy: WindowPolicy, rtf: float, frames: int = 1600
         rate=24_000.0,
         policy=policy,
         budget=budget,
+        opening_frames=opening,
     ):
         if started is None:
             started = first = clock
@@ -326,16 +329,28 @@ def test_the_opening_seam_moves_forward_to_a_word_gap_within_the_context_it_save
 
 
 def test_a_slow_decoder_opens_a_reply_with_a_longer_window() -> None:
-    """The opening window's audio covers the next window's compute (32 frames with 12 + 8 of
-    context, within 0.9 of it), from ``first_frames`` up to ``min_frames``."""
-    policy = WindowPolicy(first_frames=20, min_frames=32, context_frames=12, gap_context_frames=8)
-    assert policy.opening(None) == 20  # not measured yet
-    assert policy.opening(0.0005) == 20  # a GPU: never under first_frames
-    assert policy.opening(0.0078) == 20  # 52 x 7.8 ms = 406 ms <= 0.9 x 500 ms
-    assert policy.opening(0.0099) == 23  # 515 ms <= 0.9 x 575 ms: an AMD EPYC's 2 cores
-    assert policy.opening(0.0103) == 24  # 536 ms <= 0.9 x 600 ms; 23 frames (575 ms) would leave under 10%
+    """The opening window's audio covers the compute of the windows after it, each sized from what
+    the listener has buffered and taking at most 0.8 of it (``covers``), from ``first_frames`` up
+    to ``min_frames``."""
+    policy = WindowPolicy(first_frames=16, min_frames=32, context_frames=12, opening_safety=0.8)
+    assert policy.opening(None) == 16  # not measured yet
+    assert policy.opening(0.0005) == 16  # a GPU: never under first_frames
+    # at 7 ms: 16 + 24 frames, 280 ms <= 0.8 x 400 ms buffered; then 32 + 24, 392 ms <= 0.8 x 520 ms
+    assert policy.opening(0.007) == 16
+    assert policy.opening(0.0099) == 25  # an AMD EPYC's 2 cores
+    assert not policy.covers(24, 0.0099) and policy.covers(25, 0.0099)  # 24: the third window runs short
     assert policy.opening(0.05) == 32  # slower than real time: a gap comes anyway; first audio stays bounded
-    plan = list(policy.windows(0, 100, opening_frames=policy.opening(0.0103)))
-    assert plan[0] == (0, 24)
-    later = list(policy.windows(0, 100, opening=False, opening_frames=24, budget=lambda: 1000.0))
+    plan = list(policy.windows(0, 100, opening_frames=policy.opening(0.0099)))
+    assert plan[0] == (0, 25)
+    later = list(policy.windows(0, 100, opening=False, opening_frames=25, budget=lambda: 1000.0))
     assert later[0] == (0, 100)  # a later chunk is sized by its budget
+
+
+@given(rtf=st.floats(0.02, 0.35))
+def test_a_reply_opened_as_sized_for_its_decoder_plays_without_a_gap(rtf: float) -> None:
+    """On a decoder as fast as ``opening`` was told, the opening window and the short window after
+    it (sized from the buffer, not ``min_frames``) keep the listener fed: no gap in a long chunk."""
+    policy = WindowPolicy()
+    opening = policy.opening(rtf * FRAME_S)
+    assert opening < policy.min_frames
+    assert _gaps_on_a_slow_decoder(policy, rtf=rtf, opening=opening) == 0

@@ -187,27 +187,30 @@ def test_a_paused_window_is_run_again_and_comes_out_the_same(kokoro: KokoroEngin
 
 
 def test_the_window_opening_a_reply_is_sized_for_the_measured_decoder(kokoro: KokoroEngine) -> None:
-    """The fewest seconds a frame the decoder has taken (its speed, unloaded) sizes the opening
-    window (``WindowPolicy.opening``): longer on a slow device, so the next window is made in time."""
+    """The decoder's recent speed alone, never under the fastest it has been, sizes the opening
+    window (``WindowPolicy.opening``): longer on a slow device, so the next windows are made in time."""
     model = kokoro.windowed
     assert model is not None
     text = "Your flight leaves tomorrow morning."
     kokoro.synthesize(text, voice="af_heart")  # one window of over 16 frames: a measurement
-    measured = model.device_frame_s
+    measured, recent = model.device_frame_s, model.lone_frame_cost_s
     assert measured is not None and measured > 0
+    assert model.opening_frame_s == max(measured, recent)
     later = model.policy.opening_snap_frames  # a word gap a little later (snap_opening)
     try:
-        for frame_s, frames in ((0.0005, 20), (0.0103, 24)):
-            model.device_frame_s = frame_s
+        for frame_s, frames in ((0.0005, 16), (0.0103, 26)):
+            model.device_frame_s = model.lone_frame_cost_s = frame_s
             first = next(iter(kokoro.stream(text, voice="af_heart")))
             assert (frames - 1) * FRAME_SAMPLES < len(first.samples) <= (frames + later) * FRAME_SAMPLES
             assert model.device_frame_s is not None and model.device_frame_s <= frame_s  # measured again
+        model.device_frame_s, model.lone_frame_cost_s = 0.005, 0.0103  # the machine slowed since its best
+        assert model.opening_frame_s == 0.0103
     finally:
-        model.device_frame_s = measured
+        model.device_frame_s, model.lone_frame_cost_s = measured, recent
 
 
 def test_a_lone_reply_on_a_slowed_decoder_gets_windows_that_keep_up(kokoro: KokoroEngine) -> None:
-    """With nothing buffered, the window after the opening one is the smallest (32 frames) on a
+    """With nothing buffered, the window after the opening one is the smallest (``first_frames``) on a
     fast decoder, and the largest on one measured slower than real time (``ListenerBudget``),
     where 32 frames and their context would cost more than they play; the audio is the same
     length either way. (The measured speed moves toward the real one after each window, by 30%:

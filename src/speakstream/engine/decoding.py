@@ -51,14 +51,16 @@ class WindowPolicy:
     budget, from the decoder's measured speed and the reply's playback clock). Without a budget
     (the engine used directly) the windows grow by a fixed ``growth``."""
 
-    first_frames: int = 20
-    """The first window of a chunk that opens a reply (0.5 s): the listener is waiting for it. It
-    must hold enough audio for the next window (``min_frames`` and its context) to be decoded
-    while it plays, or the listener hears a gap: 20 is the smallest that does on the 2 cores (AMD
-    EPYC with AVX-512 VNNI) the README's bench ran on. A slower decoder gets more (``opening``)."""
-    opening_safety: float = 0.9
-    """Share of the opening window's audio the next window's compute may take (``opening``): at 0.9
-    the bench machine's 20 frames stay 20."""
+    first_frames: int = 16
+    """The first window of a chunk that opens a reply (0.4 s): the listener is waiting for it. Its
+    audio must last while the windows after it are decoded, or the listener hears a gap: 16 frames
+    do up to 7.3 ms a decoded frame (``covers``; the bench machine's mixed decoder takes 5.3-7),
+    and a slower decoder gets more (``opening``)."""
+    opening_safety: float = 0.8
+    """Share of the buffered audio each window after the opening one may take (``covers``): a
+    window's compute varies by about 15% from one to the next on a quiet machine. With 0.9, and the
+    fastest speed ever measured instead of the recent one, 16 frames left 3 gaps (183 ms) in 15
+    replies of the 40-word sentence."""
     min_frames: int = 32
     """The smallest window a budget sizes after it (a seam moved to a gap between words may leave
     one as short as ``first_frames``). The decoder's instance norms take their statistics over the
@@ -122,21 +124,34 @@ class WindowPolicy:
             return max(1, first or self.first_frames)  # the listener is waiting (or soon will be) for this one
         if size is None:
             size = int(self.later_first_frames if index == 0 else previous * self.growth)
-        return max(1, min(self.max_frames, max(self.first_frames, self.min_frames, size)))
+            return max(1, min(self.max_frames, max(self.first_frames, self.min_frames, size)))
+        least = self.first_frames if index == 1 and previous < self.min_frames else self.min_frames
+        return max(1, min(self.max_frames, max(self.first_frames, least, size)))
 
     def opening(self, frame_s: float | None) -> int:
         """Frames of the window that opens a reply on a decoder taking ``frame_s`` seconds a frame
-        (None: not measured yet): ``first_frames``, or as many as it takes for the window after it
-        (``min_frames``, a seam inside a word before it and one between words after it) to be
-        decoded while it plays, up to ``min_frames``. On 2 cores of an AMD EPYC without AVX-512
-        (about 9.9 ms a frame, against 8.2 with it) that is 23: over 6 replies each of the
-        40-word sentence and the four sentences as one message, 1 gap (26 ms) against 14 (1,273
-        ms) with 20, for first audio 14-28 ms later."""
+        (None: not measured yet): the fewest from ``first_frames`` up to ``min_frames`` for which
+        each of the windows after it, sized by this policy from the listener's buffer, is decoded
+        within ``opening_safety`` of what is buffered when it starts (``covers``)."""
         if not frame_s:
             return self.first_frames
-        after = self.min_frames + self.context_frames + self.gap_context_frames
-        need = math.ceil(after * frame_s * SAMPLE_RATE / (FRAME_SAMPLES * self.opening_safety))
-        return max(self.first_frames, min(self.min_frames, need))
+        fits = (frames for frames in range(self.first_frames, self.min_frames) if self.covers(frames, frame_s))
+        return next(fits, max(self.first_frames, self.min_frames))
+
+    def covers(self, opening: int, frame_s: float, windows: int = 3) -> bool:
+        """Whether a reply opened by ``opening`` frames plays without a gap through its next
+        ``windows`` windows on a decoder taking ``frame_s`` seconds a decoded frame (each with its
+        seams inside words, the most context), sized as ``size`` sizes them from the buffer (what
+        the listener has left when each starts)."""
+        frame_audio_s = FRAME_SAMPLES / SAMPLE_RATE
+        buffered, previous = opening * frame_audio_s, opening
+        for index in range(1, windows + 1):
+            frames = self.size(index, previous, opening=True, budget=buffered / frame_s)
+            cost = (frames + 2 * self.context_frames) * frame_s
+            if cost > buffered * self.opening_safety:
+                return False
+            buffered, previous = buffered - cost + frames * frame_audio_s, frames
+        return True
 
     def sustained(self, budget: float, frame_s: float) -> float:
         """``budget``, unless the window it gives would cost more than it plays on a decoder taking
@@ -148,7 +163,7 @@ class WindowPolicy:
             return math.inf
         context = 2 * self.context_frames
         even = context * rtf / (1.0 - rtf)
-        if self.size(1, 0, opening=True, budget=budget) > even:
+        if self.size(2, 0, opening=True, budget=budget) > even:
             return budget
         return max(budget, (even * self.sustain + context) / self.safety)
 

@@ -184,8 +184,18 @@ class WindowedModel:
             tail_threshold_db=edges.threshold_db,
             speech_end=u.speech_end,
             boundaries=word_boundaries(u),
-            opening_frames=policy.opening(self.device_frame_s),
+            opening_frames=policy.opening(self.opening_frame_s),
         )
+
+    @property
+    def opening_frame_s(self) -> float | None:
+        """The decoder seconds a frame that size the window opening a reply (``WindowPolicy.opening``):
+        the recent speed of windows that ran alone, never under the fastest measured (None: not
+        measured yet). A machine's speed drifts: sized from the fastest, a 16-frame opening left
+        gaps when the decoder ran slower than it."""
+        if self.device_frame_s is None:
+            return None
+        return max(self.device_frame_s, self.lone_frame_cost_s)
 
     def budget(self, ahead: Ahead, policy: WindowPolicy) -> ListenerBudget:
         """How the windows of a chunk whose listener has ``ahead()`` seconds buffered are sized."""

@@ -22,13 +22,15 @@ from speakstream.bench.experiments.accuracy import SENTENCES, VOICES
 from speakstream.bench.experiments.streaming import FORTY_WORDS, _logmel_distance
 from speakstream.bench.stats import ratio, summary
 from speakstream.bench.tables import table
+from speakstream.engine.decoding import WindowPolicy
 from speakstream.engine.graph import PHASE, decoder_feed, front_feed
 from speakstream.engine.kokoro import KokoroEngine, session_options
 
 NAME = "precision"
 TITLE = "Decoder precision: mixed (partly int8) against float"
-OPENING_FRAMES = 36
-"""A reply's opening window as the engine decodes it (20 frames, 4 of lead and 12 of context)."""
+_POLICY = WindowPolicy()
+OPENING_FRAMES = _POLICY.lead_context_frames + _POLICY.first_frames + _POLICY.context_frames
+"""A reply's opening window as the engine decodes it (16 frames, 4 of lead and 12 of context)."""
 DECODERS = ("float", "mixed")
 
 

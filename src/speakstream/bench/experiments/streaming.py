@@ -53,12 +53,12 @@ async def run(ctx: BenchContext) -> dict[str, Any]:
 
 
 def _policy(model: WindowedModel) -> dict[str, float | None]:
-    policy, frame_s = model.policy, model.device_frame_s
+    policy, frame_s = model.policy, model.opening_frame_s
     return {
         "first_frames": policy.first_frames,
         "opening_frames": policy.opening(frame_s),
         "opening_snap_frames": policy.opening_snap_frames,
-        "device_frame_ms": None if frame_s is None else round(1000 * frame_s, 2),
+        "opening_frame_ms": None if frame_s is None else round(1000 * frame_s, 2),
         "opening_safety": policy.opening_safety,
         "max_frames": policy.max_frames,
         "min_frames": policy.min_frames,
@@ -184,7 +184,7 @@ def _decode(
         policy=policy,
         budget=budget,
         boundaries=word_boundaries(u),
-        opening_frames=policy.opening(model.device_frame_s) if served else None,
+        opening_frames=policy.opening(model.opening_frame_s) if served else None,
     )
     for samples, _ in windowed:
         first = first or time.perf_counter() - started
@@ -305,9 +305,10 @@ def _opening(p: dict[str, Any]) -> str:
     frames, least = p.get("opening_frames", p["first_frames"]), p["first_frames"]
     if frames == least:
         return str(least)
+    frame_ms = p.get("opening_frame_ms", p.get("device_frame_ms"))  # the key in earlier runs
     return (
-        f"{frames} (at least {least}, more on a slow decoder: at {p['device_frame_ms']} ms a frame here, "
-        f"{frames} for the next window's compute to fit in {p['opening_safety']} of its audio)"
+        f"{frames} (at least {least}, more on a slow decoder: at {frame_ms} ms a frame here, "
+        f"{frames} for each next window's compute to fit in {p['opening_safety']} of the audio buffered)"
     )
 
 
@@ -331,9 +332,10 @@ def markdown(result: dict[str, Any]) -> str:
         f"up to {p['max_frames']}; used directly, the engine grows them {p.get('growth', 2.5)}x. Context: "
         f"{p.get('lead_context_frames', 16)} frames before a chunk's first window (silence), "
         f"{p.get('gap_context_frames', p['context_frames'])} around a seam between words and "
-        f"{p['context_frames']} around every other side, and no window after the first sized under "
+        f"{p['context_frames']} around every other side, and no window after the second sized under "
         f"{p.get('min_frames', 0)} frames, the last included (the decoder's instance norms need a span to "
-        "sound right); seams after the first moved to fall between words: back by up to "
+        f"sound right; the second follows a short buffer down to {p['first_frames']}); "
+        "seams after the first moved to fall between words: back by up to "
         f"{p.get('snap_frames', 0)} frames, else forward by up to {p.get('snap_ahead_frames', 0)}, "
         f"leaving no window or rest under {p['first_frames']} frames; "
         f"{p['crossfade_samples']}-sample crossfade; the sine source's phase carried across windows. "
