@@ -62,10 +62,12 @@ class WindowPolicy:
     fastest speed ever measured instead of the recent one, 16 frames left 3 gaps (183 ms) in 15
     replies of the 40-word sentence."""
     min_frames: int = 32
-    """The smallest window a budget sizes after it (a seam moved to a gap between words may leave
-    one as short as ``first_frames``). The decoder's instance norms take their statistics over the
-    window and its context, so a short one sounds different: with every window at 24 frames
-    Whisper misheard 4% of words, at 32 and above under 1% (whole decoding: 0%)."""
+    """The smallest window a budget sizes after the second (a seam moved to a gap between words may
+    leave one as short as ``first_frames``). The decoder's instance norms take their statistics
+    over the window and its context, so a short one sounds different: with every window at 24
+    frames Whisper misheard 4% of words, at 32 and above under 1% (whole decoding: 0%). The window
+    after a shorter one (a reply's opening) follows a short buffer down to ``first_frames``: it is
+    what the opening's audio must cover while it plays, and one short window is not every window."""
     later_first_frames: int = 160
     """Without a budget: the first window of a later chunk, made while the chunk before it plays."""
     growth: float = 2.5
@@ -163,7 +165,7 @@ class WindowPolicy:
             return math.inf
         context = 2 * self.context_frames
         even = context * rtf / (1.0 - rtf)
-        if self.size(2, 0, opening=True, budget=budget) > even:
+        if self.size(2, 0, opening=True, budget=budget) > even:  # a later window: at least min_frames
             return budget
         return max(budget, (even * self.sustain + context) / self.safety)
 
