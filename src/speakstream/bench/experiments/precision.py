@@ -19,7 +19,8 @@ from numpy.typing import NDArray
 from speakstream.bench.asr import corpus_wer, recognizer
 from speakstream.bench.context import BenchContext
 from speakstream.bench.experiments.accuracy import SENTENCES, VOICES
-from speakstream.bench.experiments.streaming import FORTY_WORDS, _logmel_distance
+from speakstream.bench.experiments.streaming import FORTY_WORDS
+from speakstream.bench.spectra import logmel_distance
 from speakstream.bench.stats import ratio, summary
 from speakstream.bench.tables import table
 from speakstream.engine.decoding import WindowPolicy
@@ -57,7 +58,7 @@ def _run(ctx: BenchContext) -> dict[str, Any]:
                 if name in heard:
                     heard[name].append((text, asr.transcribe(samples, engine.sample_rate).text))
                 if name != "float":
-                    distance[name].append(_logmel_distance(audio["float"], samples))
+                    distance[name].append(logmel_distance(audio["float"], samples))
         ctx.say(f"precision {voice}: done")
     return _summarise(heard, distance, seconds, audio_s)
 

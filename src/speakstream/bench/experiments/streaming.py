@@ -22,6 +22,7 @@ from speakstream.bench.asr import corpus_wer, normalize_words, recognizer, word_
 from speakstream.bench.context import BenchContext
 from speakstream.bench.experiments.accuracy import SENTENCES, VOICES
 from speakstream.bench.player import Playback
+from speakstream.bench.spectra import logmel_distance
 from speakstream.bench.speech import speak_timed
 from speakstream.bench.stats import summary
 from speakstream.bench.tables import table
@@ -208,8 +209,8 @@ def _compare(
         near[max(0, seam - SEAM_REACH) : seam + SEAM_REACH] = True
     delayed = np.concatenate([np.zeros(SEAM_REACH, np.float32), whole[:-SEAM_REACH]])
     return {
-        "logmel_db": _logmel_distance(whole, windowed),
-        "delay_db": _logmel_distance(whole, delayed),
+        "logmel_db": logmel_distance(whole, windowed),
+        "delay_db": logmel_distance(whole, delayed),
         "seam_step": float(steps[near].max()) if near.any() else 0.0,
         "p999": float(np.percentile(steps[~near], 99.9)),
         "seams": float(len(seams)),
@@ -219,22 +220,6 @@ def _compare(
         "first_s": first_s,
         "audio_s": len(whole) / 24_000,
     }
-
-
-def _logmel(samples: NDArray[np.float32], n_fft: int = 1024, hop: int = 256, bands: int = 80) -> NDArray[Any]:
-    """A log spectrum in 80 log-spaced bands, floored 80 dB under its peak (silence counts little)."""
-    padded = np.pad(samples.astype(np.float64), (0, n_fft))
-    frames = np.lib.stride_tricks.sliding_window_view(padded, n_fft)[::hop] * np.hanning(n_fft)
-    power = np.abs(np.fft.rfft(frames, axis=1)) ** 2
-    edges = np.unique(np.geomspace(1, power.shape[1] - 1, bands + 1).astype(int))
-    db = 10 * np.log10(np.add.reduceat(power, edges, axis=1) + 1e-10)
-    floored: NDArray[Any] = np.maximum(db, db.max() - 80)
-    return floored
-
-
-def _logmel_distance(a: NDArray[np.float32], b: NDArray[np.float32]) -> float:
-    n = min(len(a), len(b))
-    return float(np.abs(_logmel(a[:n]) - _logmel(b[:n])).mean())
 
 
 def _seam_plot(whole: NDArray[np.float32], windowed: NDArray[np.float32], seam: int, path: Path) -> str:
