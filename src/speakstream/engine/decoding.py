@@ -124,10 +124,11 @@ class WindowPolicy:
             size = self.max_frames if math.isinf(budget) else int(budget * self.safety) - 2 * self.context_frames
         if index == 0 and (opening or (size is not None and size < self.min_frames)):
             return max(1, first or self.first_frames)  # the listener is waiting (or soon will be) for this one
+        least = self.min_frames
         if size is None:
             size = int(self.later_first_frames if index == 0 else previous * self.growth)
-            return max(1, min(self.max_frames, max(self.first_frames, self.min_frames, size)))
-        least = self.first_frames if index == 1 and previous < self.min_frames else self.min_frames
+        elif index == 1 and previous < self.min_frames:
+            least = self.first_frames  # what the short window before it covers (``min_frames``)
         return max(1, min(self.max_frames, max(self.first_frames, least, size)))
 
     def opening(self, frame_s: float | None) -> int:
