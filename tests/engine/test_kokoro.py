@@ -209,6 +209,22 @@ def test_the_window_opening_a_reply_is_sized_for_the_measured_decoder(kokoro: Ko
         model.device_frame_s, model.lone_frame_cost_s = measured, recent
 
 
+def test_a_pieces_time_is_its_own_not_its_wait_for_a_turn(
+    kokoro: KokoroEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A piece's ``inference_s`` is the engine's time on it. Between two windows a reply waits for
+    its next turn while other sessions' windows run: that wait is not its inference time (the
+    server's real-time-factor and engine-seconds metrics and a reply's stats add these up)."""
+    real, waited = time.perf_counter, [0.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + waited[0])
+    pieces = []
+    for piece in kokoro.stream(SENTENCES[1], voice="af_heart"):
+        pieces.append(piece)
+        waited[0] += 100.0  # other sessions' windows, before this reply's next turn
+    assert len(pieces) >= 2
+    assert all(0.0 < piece.timings.inference_s < 100.0 for piece in pieces)
+
+
 def test_a_lone_reply_on_a_slowed_decoder_gets_windows_that_keep_up(kokoro: KokoroEngine) -> None:
     """With nothing buffered, the window after the opening one is the smallest (``first_frames``) on a
     fast decoder, and the largest on one measured slower than real time (``ListenerBudget``),

@@ -150,6 +150,7 @@ async def test_metrics(fake_server: ThreadedServer) -> None:
         "speakstream_real_time_factor",
         "speakstream_queue_wait_seconds",
         "speakstream_active_sessions",
+        'speakstream_engine_seconds_total{window="first"}',
         'speakstream_errors_total{code="empty_text"}',
     ):
         assert name in body

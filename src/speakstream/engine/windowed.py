@@ -152,7 +152,9 @@ class WindowedModel:
                     final and i == len(utterances) - 1,
                     timings,
                 )
-                clock, index, position = now, index + 1, position + len(samples)
+                # the piece's time is its own: not the time this generator waited, suspended, for
+                # its reply's next turn (other sessions' windows ran then)
+                clock, index, position = time.perf_counter(), index + 1, position + len(samples)
 
     def _windows(
         self,

@@ -32,6 +32,12 @@ class Metrics:
         self.requests = Counter("speakstream_requests_total", "Synthesis requests", ["transport"], registry=r)
         self.errors = Counter("speakstream_errors_total", "Errors sent to clients", ["code"], registry=r)
         self.audio_seconds = Counter("speakstream_audio_seconds_total", "Audio produced", registry=r)
+        self.engine_seconds = Counter(
+            "speakstream_engine_seconds_total",
+            "Engine time (phonemes, front, decoder) on replies' first windows and on the others",
+            ["window"],
+            registry=r,
+        )
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

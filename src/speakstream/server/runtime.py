@@ -177,6 +177,9 @@ class Runtime:
     def _on_piece(self, job: Job, piece: AudioPiece | None) -> None:
         if job.made == 0:
             self.metrics.queue_wait.observe(job.queue_wait_s)
+        if piece is not None:  # called before the piece is counted: the first window is still first
+            seconds = piece.timings.phonemize_s + piece.timings.inference_s
+            self.metrics.engine_seconds.labels("first" if job.first_window else "later").inc(seconds)
         if piece is not None and piece.duration_s > 0:
             self.metrics.rtf.observe(piece.timings.inference_s / piece.duration_s)
             self.metrics.audio_seconds.inc(piece.duration_s)

@@ -10,15 +10,19 @@ def _session(ttfa_ms: float, audio_s: float = 10.0) -> dict[str, Any]:
 
 
 def test_a_level_pools_the_sessions_of_all_its_runs() -> None:
-    runs: list[concurrency.Run] = [([_session(400), None], 5.0), ([_session(600), _session(800)], 10.0)]
+    runs = [
+        concurrency.Run([_session(400), None], 5.0, 0.3),
+        concurrency.Run([_session(600), _session(800)], 10.0, 0.5),
+    ]
     level = concurrency._pooled(2, runs)
     assert level["runs"] == 2 and level["errors"] == 1
     assert level["ttfa_ms"]["n"] == 3 and level["ttfa_ms"]["max"] == 800
     assert level["throughput"] == 2.0  # 30 audio seconds in 15 wall seconds
+    assert level["first_windows_ms"] == 400.0  # the mean of the runs' first windows' engine time per lane
 
 
-def _result(runs: int | None) -> dict[str, Any]:
-    level = concurrency._pooled(1, [([_session(400)], 10.0)])
+def _result(runs: int | None, first_windows_s: float | None = None) -> dict[str, Any]:
+    level = concurrency._pooled(1, [concurrency.Run([_session(400)], 10.0, first_windows_s)])
     if runs is None:  # a run from before the field
         del level["runs"]
     else:
@@ -30,3 +34,13 @@ def test_the_report_says_how_many_runs_a_level_pools() -> None:
     assert "each level ran 3 times" in concurrency.markdown(_result(3))
     assert "each level ran" not in concurrency.markdown(_result(1))
     assert "each level ran" not in concurrency.markdown(_result(None))
+
+
+def test_the_report_sets_first_audio_beside_the_compute_its_first_windows_took() -> None:
+    """Against our own server each run measures its first windows' engine time per lane (the
+    metric ``speakstream_engine_seconds_total``); a run without it (another server, or from
+    before the field) has no such column."""
+    measured = concurrency.markdown(_result(3, first_windows_s=0.3456))
+    assert concurrency.BOUND in measured and "| 345.6 |" in measured and "bound by compute" in measured
+    for report in (concurrency.markdown(_result(3)), concurrency.markdown(_result(None))):
+        assert concurrency.BOUND not in report and "bound by compute" not in report
