@@ -33,8 +33,9 @@ class Run:
     wall_s: float
     first_windows_s: float | None = None
     """The engine's seconds on the run's first windows (phonemes, front and decoder), divided by
-    the windows it runs at once: before that much time has passed, not every session can have
-    heard its first audio, however the scheduler orders the work (None: not our server)."""
+    how many it runs at once (its lanes, or the sessions when fewer: one alone takes every core):
+    before that much time has passed, not every session can have heard its first audio, however
+    the scheduler orders the work (None: not our server)."""
 
 
 ROUNDS = 3
@@ -62,7 +63,7 @@ async def _one_run(ctx: BenchContext, sessions: int, text: str, stagger_s: float
     wall_s, after = loop.time() - started, _first_window_seconds(ctx)
     if engine_s is None or after is None or ctx.runtime.scheduler is None:
         return Run(list(results), wall_s)
-    return Run(list(results), wall_s, (after - engine_s) / ctx.runtime.scheduler.workers)
+    return Run(list(results), wall_s, (after - engine_s) / min(sessions, ctx.runtime.scheduler.workers))
 
 
 def _first_window_seconds(ctx: BenchContext) -> float | None:
@@ -141,9 +142,10 @@ HEADERS = ["scheduler", "sessions", "first audio p50 ms", "p95 ms", "stall ms (m
 BOUND = "first windows' engine time / lanes, ms"
 BOUND_NOTE = (
     "\nFirst windows' engine time / lanes (mean per run): the engine's seconds on the run's first windows "
-    "(phonemes, front and decoder; two that share the cores each take longer) divided by the windows it runs "
-    "at once. The last session of a run cannot hear its first audio sooner, however the work is ordered: "
-    "where p95 is near it, first audio is bound by compute, not by the scheduler.\n"
+    "(phonemes, front and decoder; two that share the cores each take longer) divided by how many it runs "
+    "at once (its lanes, or the sessions when fewer). The last session of a run cannot hear its first audio "
+    "sooner, however the work is ordered: where p95 is near it, first audio is bound by compute, not by the "
+    "scheduler.\n"
 )
 
 
