@@ -180,8 +180,8 @@ class Runtime:
         if piece is not None:  # called before the piece is counted: the first window is still first
             seconds = piece.timings.phonemize_s + piece.timings.inference_s
             self.metrics.engine_seconds.labels("first" if job.first_window else "later").inc(seconds)
-        if piece is not None and piece.duration_s > 0:
-            self.metrics.rtf.observe(piece.timings.inference_s / piece.duration_s)
-            self.metrics.audio_seconds.inc(piece.duration_s)
+            if piece.duration_s > 0:
+                self.metrics.rtf.observe(piece.timings.inference_s / piece.duration_s)
+                self.metrics.audio_seconds.inc(piece.duration_s)
         if self.scheduler is not None:
             self.metrics.queued_chunks.set(self.scheduler.queued)
