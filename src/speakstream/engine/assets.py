@@ -6,7 +6,8 @@ Resolution order: an explicit ``--model-dir`` / ``SPEAKSTREAM_MODEL_DIR``; the l
 ``kokoro-js@1.2.1``); the Hugging Face hub for users with internet (optional).
 
 A model directory holds ``model.int8.onnx`` and ``voices/<name>.bin``; the derived graphs
-(``model.timed.onnx``: durations output; ``model.fast.onnx``: durations + float convolutions; its
+(``model.timed.onnx``: durations output; ``model.fast.onnx``: durations + float convolutions and
+fused norms, see ``fusion``; its
 two parts ``model.front.onnx`` and ``model.decoder.onnx``, and ``model.decoder.mixed.onnx``, the
 decoder partly int8, see ``quantize``) are made once next to it, or in the cache when the
 directory is not writable.
@@ -245,12 +246,13 @@ def _derive(assets: Assets) -> list[str]:
     """Make the derived graphs from the verified model (once)."""
     import onnx  # heavy; only needed here
 
+    from speakstream.engine.fusion import faster
     from speakstream.engine.graph import add_durations, float_convolutions, split
     from speakstream.engine.quantize import mixed
 
     made: list[str] = []
     stamp = assets.derived_dir / "derived.json"
-    wanted = {"model_sha256": MODEL_SHA256, "version": 5}
+    wanted = {"model_sha256": MODEL_SHA256, "version": 6}
     current = json.loads(stamp.read_text()) if stamp.is_file() else {}
     files = [assets.graph("fast"), assets.graph("timed"), assets.split("front"), *map(assets.decoder, DECODERS)]
     if current == wanted and all(f.is_file() for f in files):
@@ -258,7 +260,7 @@ def _derive(assets: Assets) -> list[str]:
     timed = add_durations(onnx.load(str(assets.model)))
     with _staging(assets.graph("timed")) as part:
         onnx.save(timed, str(part))
-    fast = float_convolutions(timed)
+    fast = faster(float_convolutions(timed))
     with _staging(assets.graph("fast")) as part:
         onnx.save(fast, str(part))
     front, decoder = split(fast)
