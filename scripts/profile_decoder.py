@@ -32,7 +32,7 @@ WARM_UP = 3
 TEXT = "Thanks for waiting, I found your booking for Thursday morning, and your seat is confirmed."
 
 
-def _feed(engine: KokoroEngine, frames: int) -> dict[str, Any]:
+def window_feed(engine: KokoroEngine, frames: int) -> dict[str, Any]:
     """The decoder's inputs for a window that starts, as a reply's first does, its lead context
     before the speech."""
     model = engine.windowed
@@ -93,7 +93,7 @@ def main() -> None:
     engine = KokoroEngine(EngineConfig(parallel=1, decoder=args.decoder))
     if engine.windowed is None:
         raise SystemExit("needs the fast graph (the decoder part)")
-    feed = _feed(engine, args.frames)
+    feed = window_feed(engine, args.frames)
     print(f"decoder window: {feed[FEATURES].shape[2]} frames, {args.threads} thread(s), {engine.providers[0]}")
     seconds, events = _profile(engine, feed, args.threads, args.runs)
     _report(seconds, events, args.runs, args.top)
