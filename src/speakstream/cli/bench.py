@@ -10,13 +10,18 @@ from typing import Any
 
 from rich.console import Console
 
+EXPERIMENT_NAMES = (
+    "engine streaming precision accuracy languages text isolated agent stalls formats concurrency peers dialects"
+).split()
+"""``bench.experiments.EXPERIMENTS``' names, in their order (that module takes seconds to import)."""
+
 
 def register(commands: Any) -> None:
     parser = commands.add_parser("bench", help="run the benchmark suite; writes results.json, report.md, plots")
     parser.add_argument(
         "experiments",
         nargs="*",
-        help="engine streaming accuracy languages text isolated agent stalls formats concurrency peers dialects",
+        help="any of: " + " ".join(EXPERIMENT_NAMES) + " (default: all)",
     )
     parser.add_argument("--quick", action="store_true", help="fewer trials and smaller inputs (minutes)")
     parser.add_argument("--out", type=Path, default=Path("bench-out"))

@@ -6,9 +6,10 @@ Runtime runs a binary operator whose second input is broadcast per channel on on
 41-frame window on 2 cores, the generator's norms took 46 ms of the operators' 510 and the Snake
 activations' squares 9 ms, with one core idle. ``fuse_adain`` writes each norm as one
 ``InstanceNormalization`` (the per-channel scale and shift are its own inputs), ``square`` each
-``Pow(x, 2)`` as ``Mul(x, x)``, which runs on every core. A decoder window then takes 0.96x the
-time (paired, mixed decoder, on 1 thread and on 2), and the float decoder's audio is the
-unrewritten one's within float rounding (115-120 dB SNR on whole utterances).
+``Pow(x, 2)`` as ``Mul(x, x)``, which runs on every core. A decoder window then takes
+0.955-0.996x the time (``scripts/ab_fusion.py``: paired, mixed and float decoders, 1 and 2
+threads), and the float decoder's audio is the unrewritten one's within float rounding (115-120 dB
+SNR on whole utterances).
 """
 
 from __future__ import annotations
