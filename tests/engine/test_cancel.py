@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -21,6 +22,29 @@ def test_pause_stops_the_running_inference_and_the_next_waits_for_resume() -> No
     token.resume()
     assert waited.wait(5)
     thread.join(5)
+
+
+def test_the_time_spent_paused_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``waited_s`` adds up the waits in ``wait_turn``: the engine takes them out of a piece's
+    inference time."""
+    clock, reads = [0.0], threading.Semaphore(0)
+
+    def now() -> float:
+        reads.release()
+        return clock[0]
+
+    monkeypatch.setattr(time, "perf_counter", now)
+    token = CancelToken()
+    token.wait_turn()  # not paused: nothing to wait for
+    assert token.waited_s == 0.0
+    token.pause()
+    thread = threading.Thread(target=token.wait_turn)
+    thread.start()
+    assert reads.acquire(timeout=5)  # the wait has started
+    clock[0] = 7.0
+    token.resume()
+    thread.join(5)
+    assert token.waited_s == 7.0
 
 
 def test_a_pause_before_the_inference_starts_stops_it_at_once() -> None:

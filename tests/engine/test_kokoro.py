@@ -225,6 +225,31 @@ def test_a_pieces_time_is_its_own_not_its_wait_for_a_turn(
     assert all(0.0 < piece.timings.inference_s < 100.0 for piece in pieces)
 
 
+def test_a_pieces_time_leaves_out_a_pause_for_another_replys_first_window(
+    kokoro: KokoroEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scheduler pauses a reply for another reply's first window: the time it then waits for
+    its turn (``CancelToken.waited_s``) is not its inference time either."""
+    real, paused = time.perf_counter, [0.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + paused[0])
+    token = CancelToken()
+
+    def other_reply_first_window() -> None:
+        time.sleep(0.5)  # the paused reply is waiting for its turn by now
+        paused[0] += 100.0
+        token.resume()
+
+    pieces = kokoro.stream(SENTENCES[1], voice="af_heart", cancel=token)
+    first = next(pieces)
+    token.pause()
+    resumer = threading.Thread(target=other_reply_first_window)
+    resumer.start()
+    second = next(pieces)
+    resumer.join(5)
+    assert token.waited_s >= 100.0
+    assert all(0.0 < piece.timings.inference_s < 100.0 for piece in (first, second))
+
+
 def test_a_lone_reply_on_a_slowed_decoder_gets_windows_that_keep_up(kokoro: KokoroEngine) -> None:
     """With nothing buffered, the window after the opening one is the smallest (``first_frames``) on a
     fast decoder, and the largest on one measured slower than real time (``ListenerBudget``),

@@ -38,6 +38,7 @@ class CancelToken:
         self._run: tuple[float, float | None] | None = None
         self._resumed = threading.Event()
         self._resumed.set()
+        self._waited_s = 0.0
 
     @property
     def cancelled(self) -> bool:
@@ -71,8 +72,17 @@ class CancelToken:
 
     def wait_turn(self) -> None:
         """Block while paused; raise ``SynthesisCancelled`` if cancelled."""
-        self._resumed.wait()
+        if self.paused:
+            started = time.perf_counter()
+            self._resumed.wait()
+            self._waited_s += time.perf_counter() - started
         self.check()
+
+    @property
+    def waited_s(self) -> float:
+        """Seconds the synthesis has waited, paused, for its turn (``wait_turn``), in all: not its
+        inference time."""
+        return self._waited_s
 
     @contextlib.contextmanager
     def interruptible(self, stop: Callable[[], None], expected_s: float | None = None) -> Iterator[None]:

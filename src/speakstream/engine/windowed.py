@@ -134,7 +134,7 @@ class WindowedModel:
         for u in utterances:
             words += [w.shifted(offset / SAMPLE_RATE) for w in u.words]
             offset += u.samples + pause
-        index, position, clock = 0, 0, started
+        index, position, clock, paused = 0, 0, started, _paused_s(cancel)
         for i, u in enumerate(utterances):
             for samples, final in self._windows(
                 u, cancel, edges, opening=opening and i == 0, ahead=ahead, policy=policy or self.policy
@@ -142,7 +142,8 @@ class WindowedModel:
                 if final and i < len(utterances) - 1:
                     samples = np.concatenate([samples, np.zeros(pause, np.float32)])
                 now = time.perf_counter()
-                timings = SynthesisTimings(phonemize_s if index == 0 else 0.0, now - clock)
+                inference_s = now - clock - (_paused_s(cancel) - paused)  # a pause is not its time
+                timings = SynthesisTimings(phonemize_s if index == 0 else 0.0, inference_s)
                 yield AudioPiece(
                     samples,
                     index,
@@ -154,7 +155,8 @@ class WindowedModel:
                 )
                 # the piece's time is its own: not the time this generator waited, suspended, for
                 # its reply's next turn (other sessions' windows ran then)
-                clock, index, position = time.perf_counter(), index + 1, position + len(samples)
+                clock, paused = time.perf_counter(), _paused_s(cancel)
+                index, position = index + 1, position + len(samples)
 
     def _windows(
         self,
@@ -261,3 +263,8 @@ def word_boundaries(u: Utterance) -> list[int]:
         middle = u.head + (before.end_s + after.start_s) / 2 * SAMPLE_RATE
         frames.append(round(middle / FRAME_SAMPLES))
     return sorted(set(frames))
+
+
+def _paused_s(cancel: CancelToken | None) -> float:
+    """What the reply has waited, paused, for its turn so far (``CancelToken.waited_s``)."""
+    return 0.0 if cancel is None else cancel.waited_s
