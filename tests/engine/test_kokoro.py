@@ -9,7 +9,7 @@ from speakstream.bench.asr import Recognizer, corpus_wer, timestamp_agreement
 from speakstream.engine.audio_edges import EdgePolicy
 from speakstream.engine.base import CancelToken
 from speakstream.engine.decoding import FRAME_SAMPLES
-from speakstream.engine.kokoro import KokoroEngine
+from speakstream.engine.kokoro import EngineConfig, KokoroEngine
 from speakstream.engine.phonemes import MAX_TOKENS, windows
 from speakstream.errors import InvalidInput, UnknownVoice
 from speakstream.types import SAMPLE_RATE
@@ -248,6 +248,27 @@ def test_a_pieces_time_leaves_out_a_pause_for_another_replys_first_window(
     resumer.join(5)
     assert token.waited_s >= 100.0
     assert all(0.0 < piece.timings.inference_s < 100.0 for piece in (first, second))
+
+
+def test_a_whole_chunks_time_leaves_out_a_pause_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same on a whole graph (no windows: one inference per chunk), paused before it starts."""
+    engine = KokoroEngine(EngineConfig(graph="timed", parallel=1))
+    real, paused = time.perf_counter, [0.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + paused[0])
+    token = CancelToken()
+
+    def other_reply_first_window() -> None:
+        time.sleep(0.5)  # the chunk is waiting for its turn by now
+        paused[0] += 100.0
+        token.resume()
+
+    token.pause()
+    resumer = threading.Thread(target=other_reply_first_window)
+    resumer.start()
+    chunk = engine.synthesize(SENTENCES[0], voice="af_heart", cancel=token)
+    resumer.join(5)
+    assert token.waited_s >= 100.0
+    assert 0.0 < chunk.timings.inference_s < 100.0
 
 
 def test_a_lone_reply_on_a_slowed_decoder_gets_windows_that_keep_up(kokoro: KokoroEngine) -> None:

@@ -153,6 +153,12 @@ class Engine(Protocol):
         ...
 
 
+def waited_s(cancel: CancelToken | None) -> float:
+    """What a synthesis has waited, paused, for its turn so far (``CancelToken.waited_s``; 0
+    without a token): taken out of its inference time."""
+    return 0.0 if cancel is None else cancel.waited_s
+
+
 def check_speed(speed: object) -> float:
     if isinstance(speed, bool) or not isinstance(speed, int | float) or not math.isfinite(speed):
         raise InvalidInput("speed must be a number", code="invalid_speed")

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from speakstream.engine import inference
 from speakstream.engine.assets import Assets
 from speakstream.engine.audio_edges import EdgePolicy
-from speakstream.engine.base import Ahead, CancelToken
+from speakstream.engine.base import Ahead, CancelToken, waited_s
 from speakstream.engine.decoding import (
     FRAME_SAMPLES,
     WINDOW_PAUSE_S,
@@ -134,7 +134,7 @@ class WindowedModel:
         for u in utterances:
             words += [w.shifted(offset / SAMPLE_RATE) for w in u.words]
             offset += u.samples + pause
-        index, position, clock, paused = 0, 0, started, _paused_s(cancel)
+        index, position, clock, paused = 0, 0, started, waited_s(cancel)
         for i, u in enumerate(utterances):
             for samples, final in self._windows(
                 u, cancel, edges, opening=opening and i == 0, ahead=ahead, policy=policy or self.policy
@@ -142,7 +142,7 @@ class WindowedModel:
                 if final and i < len(utterances) - 1:
                     samples = np.concatenate([samples, np.zeros(pause, np.float32)])
                 now = time.perf_counter()
-                inference_s = now - clock - (_paused_s(cancel) - paused)  # a pause is not its time
+                inference_s = now - clock - (waited_s(cancel) - paused)  # a pause is not its time
                 timings = SynthesisTimings(phonemize_s if index == 0 else 0.0, inference_s)
                 yield AudioPiece(
                     samples,
@@ -155,7 +155,7 @@ class WindowedModel:
                 )
                 # the piece's time is its own: not the time this generator waited, suspended, for
                 # its reply's next turn (other sessions' windows ran then)
-                clock, paused = time.perf_counter(), _paused_s(cancel)
+                clock, paused = time.perf_counter(), waited_s(cancel)
                 index, position = index + 1, position + len(samples)
 
     def _windows(
@@ -263,8 +263,3 @@ def word_boundaries(u: Utterance) -> list[int]:
         middle = u.head + (before.end_s + after.start_s) / 2 * SAMPLE_RATE
         frames.append(round(middle / FRAME_SAMPLES))
     return sorted(set(frames))
-
-
-def _paused_s(cancel: CancelToken | None) -> float:
-    """What the reply has waited, paused, for its turn so far (``CancelToken.waited_s``)."""
-    return 0.0 if cancel is None else cancel.waited_s
