@@ -3,7 +3,7 @@
 The export spells every AdaIN (an instance norm over time, then a per-channel scale and shift
 computed from the style) out in nine operators, each a pass over the whole activation, and ONNX
 Runtime runs a binary operator whose second input is broadcast per channel on one thread: in a
-41-frame window on 2 cores, the generator's norms took 46 ms of the operators' 510 and the Snake
+41-frame window on 2 cores, the decoder's AdaIN norms took 46 ms of the operators' 510 and the Snake
 activations' squares 9 ms, with one core idle. ``fuse_adain`` writes each norm as one
 ``InstanceNormalization`` (the per-channel scale and shift are its own inputs), ``square`` each
 ``Pow(x, 2)`` as ``Mul(x, x)``, which runs on every core. A decoder window then takes
