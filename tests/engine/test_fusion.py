@@ -48,10 +48,10 @@ def snake(prefix: str, x: str, y: str) -> list[Any]:
 def small_decoder(rng: np.random.Generator) -> onnx.ModelProto:
     """An AdaIN and a Snake under the rewritten prefix, and the same AdaIN outside it; plus a norm
     over the channels (a layer norm, axis 1), which is not an instance norm and must stay."""
-    inside, outside = fusion.DECODER + "adain1.0/", "/encoder/F0.0/norm1/"
+    inside, outside = fusion.SCOPE + "adain1.0/", "/encoder/F0.0/norm1/"
     nodes = [
         *adain(inside, "x", "scale", "shift", "h"),
-        *snake(fusion.DECODER + "resblocks.0/", "h", "h2"),
+        *snake(fusion.SCOPE + "resblocks.0/", "h", "h2"),
         *adain(outside, "h2", "scale", "shift", "h3"),
         *adain("/decoder/decoder/generator/layer/", "h3", "channel_scale", "channel_shift", "y", axis=1),
     ]
@@ -118,7 +118,7 @@ def test_the_derived_decoder_is_the_unfused_one_within_float_rounding(kokoro: Ko
 
     _, unfused = split(float_convolutions(onnx.load(str(kokoro.assets.graph("timed")))))
     fused = onnx.load(str(kokoro.assets.decoder("float")))
-    assert not [n for n in fused.graph.node if n.op_type == "Pow" and n.name.startswith(fusion.DECODER)]
+    assert not [n for n in fused.graph.node if n.op_type == "Pow" and n.name.startswith(fusion.SCOPE)]
     assert sum(n.op_type == "InstanceNormalization" for n in fused.graph.node) == 42
     part = kokoro.parts("Thanks for waiting, I found your booking.", kokoro.check_voice("af_heart").speaks)[0]
     style = kokoro.voice_bank.style("af_heart", len(part.tokens))

@@ -14,61 +14,26 @@ SNR on whole utterances).
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from speakstream.engine.graph import GENERATOR, prune
+from speakstream.engine.graph import GENERATOR, Index, prune
 
-DECODER = GENERATOR + "/"
-"""Only the generator is rewritten. The norms before it (the front's, the decoder's feature
-blocks') run at the frame rate and cost little, and the int8 convolutions there quantise their
-inputs on the fly: a difference in the last bit flips a rounding, and the audio moves with it (34-36
-dB SNR to the export on 3 of 4 utterances with the decoder's feature blocks rewritten too)."""
+SCOPE = GENERATOR + "/"
+"""The names of the nodes rewritten begin with this: only the generator's are. The norms before it
+(the front's, the decoder's feature blocks') run at the frame rate and cost little, and the int8
+convolutions there quantise their inputs on the fly: a difference in the last bit flips a rounding,
+and the audio moves with it (34-36 dB SNR to the export on 3 of 4 utterances with the decoder's
+feature blocks rewritten too)."""
 FLAT = "speakstream_flat"
 """The shape [-1] (a per-channel [1, C, 1] scale or shift as the [C] ``InstanceNormalization``
 takes)."""
 
 
-class _Graph:
-    def __init__(self, model: onnx.ModelProto) -> None:
-        self.graph = model.graph
-        self.values = {i.name: numpy_helper.to_array(i) for i in self.graph.initializer}
-        for node in self.graph.node:
-            if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
-                self.values[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
-        self.consumers: dict[str, list[Any]] = defaultdict(list)
-        for node in self.graph.node:
-            for name in dict.fromkeys(node.input):
-                self.consumers[name].append(node)
-
-    def only(self, name: str, op_type: str) -> Any | None:
-        """The one node reading ``name``, if there is one and it is an ``op_type``."""
-        nodes = self.consumers[name]
-        return nodes[0] if len(nodes) == 1 and nodes[0].op_type == op_type else None
-
-    def other(self, node: Any, name: str) -> str:
-        """``node``'s input that is not ``name`` (of two)."""
-        return str(next(i for i in node.input if i != name))
-
-    def constant(self, name: str) -> np.ndarray[Any, Any] | None:
-        return self.values.get(name)
-
-    def rebuild(self, replace: dict[int, list[Any]], dead: set[int], added: Iterable[onnx.TensorProto]) -> None:
-        nodes = []
-        for node in self.graph.node:
-            if id(node) not in dead:
-                nodes.extend(replace.get(id(node), [node]))
-        del self.graph.node[:]
-        self.graph.node.extend(nodes)
-        self.graph.initializer.extend(added)
-
-
-def fuse_adain(model: onnx.ModelProto, prefix: str = DECODER) -> int:
+def fuse_adain(model: onnx.ModelProto, prefix: str = SCOPE) -> int:
     """Rewrite, in place, every instance norm under ``prefix`` over the last axis of a [1, C, T]
     activation followed by a per-channel scale and shift as one ``InstanceNormalization``; returns
     how many.
@@ -76,7 +41,7 @@ def fuse_adain(model: onnx.ModelProto, prefix: str = DECODER) -> int:
     The export's form: ``m = ReduceMean(x, [2])``, ``d = x - m``, ``v = ReduceMean(d * d, [2])``,
     ``n = d / Sqrt(v + eps)``, ``y = scale * n + shift`` (scale and shift [1, C, 1])."""
     shapes = _shapes(model)
-    g = _Graph(model)
+    g = Index(model)
     replace: dict[int, list[Any]] = {}
     dead: set[int] = set()
     for mean in [n for n in g.graph.node if n.op_type == "ReduceMean" and n.name.startswith(prefix)]:
@@ -93,12 +58,12 @@ def fuse_adain(model: onnx.ModelProto, prefix: str = DECODER) -> int:
             ),
         ]
         dead.update(id(n) for n in chain[:-1])
-    added = [] if not replace or FLAT in g.values else [numpy_helper.from_array(np.array([-1], dtype=np.int64), FLAT)]
+    added = [] if not replace or FLAT in g.inits else [numpy_helper.from_array(np.array([-1], dtype=np.int64), FLAT)]
     g.rebuild(replace, dead, added)
     return len(replace)
 
 
-def _adain(g: _Graph, mean: Any, shapes: dict[str, list[Any]]) -> tuple[list[Any], str, str, str, float, str] | None:
+def _adain(g: Index, mean: Any, shapes: dict[str, list[Any]]) -> tuple[list[Any], str, str, str, float, str] | None:
     """(the nodes from ``mean`` to the shift's ``Add``, x, scale, shift, eps, y) if ``mean`` opens
     the export's AdaIN, else None."""
     norm = _norm(g, mean)
@@ -119,7 +84,7 @@ def _adain(g: _Graph, mean: Any, shapes: dict[str, list[Any]]) -> tuple[list[Any
     return [*chain, scaled, shifted], x, scale, shift, eps, shifted.output[0]
 
 
-def _norm(g: _Graph, mean: Any) -> tuple[list[Any], float] | None:
+def _norm(g: Index, mean: Any) -> tuple[list[Any], float] | None:
     """(the nodes from ``mean`` to the ``Div``, eps) if ``mean`` opens the export's instance norm."""
     x = mean.input[0]
     sub = g.only(mean.output[0], "Sub") if _over_time(g, mean) else None
@@ -140,7 +105,7 @@ def _norm(g: _Graph, mean: Any) -> tuple[list[Any], float] | None:
     return [mean, sub, square, variance, plus, root, divide], float(eps.ravel()[0])
 
 
-def _over_time(g: _Graph, node: Any) -> bool:
+def _over_time(g: Index, node: Any) -> bool:
     """Whether a ``ReduceMean`` averages over axis 2 only, keeping it."""
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     axes = g.constant(node.input[1]) if len(node.input) > 1 else attrs.get("axes")
@@ -158,9 +123,9 @@ def _shapes(model: onnx.ModelProto) -> dict[str, list[Any]]:
     }
 
 
-def square(model: onnx.ModelProto, prefix: str = DECODER) -> int:
+def square(model: onnx.ModelProto, prefix: str = SCOPE) -> int:
     """Rewrite, in place, every ``Pow(x, 2)`` under ``prefix`` as ``Mul(x, x)``; returns how many."""
-    g = _Graph(model)
+    g = Index(model)
     replace: dict[int, list[Any]] = {}
     for node in g.graph.node:
         ours = node.op_type == "Pow" and node.name.startswith(prefix)

@@ -115,24 +115,66 @@ def add_durations(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
-class _Graph:
+class Index:
+    """A graph's nodes by the tensors they read and write, and its constants: what a rewrite looks
+    up. A snapshot: ``rebuild`` writes the rewrite back, and a later rewrite makes its own index."""
+
     def __init__(self, model: onnx.ModelProto) -> None:
         self.graph = model.graph
         self.inits = {i.name: i for i in self.graph.initializer}
+        self.constants = {
+            n.output[0]: n.attribute[0].t
+            for n in self.graph.node
+            if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value"
+        }
         self.producer = {o: n for n in self.graph.node for o in n.output}
         self.consumers: dict[str, list[Any]] = defaultdict(list)
         for node in self.graph.node:
-            for name in node.input:
+            for name in dict.fromkeys(node.input):  # once per node: Mul(d, d) is one reader of d
                 self.consumers[name].append(node)
 
-    def array(self, name: str) -> np.ndarray[Any, Any]:
-        return numpy_helper.to_array(self.inits[name])
+    def constant(self, name: str) -> np.ndarray[Any, Any] | None:
+        """The value of an initializer or a ``Constant`` node's output; None for a computed tensor."""
+        tensor = self.inits.get(name)
+        tensor = self.constants.get(name) if tensor is None else tensor
+        return None if tensor is None else numpy_helper.to_array(tensor)
 
-    def only_consumer(self, name: str) -> Any:
+    def array(self, name: str) -> np.ndarray[Any, Any]:
+        """``constant``, where the rewrite needs one."""
+        value = self.constant(name)
+        if value is None:
+            raise ValueError(f"{name} is not a constant")
+        return value
+
+    def only(self, name: str, op_type: str | None = None) -> Any | None:
+        """The one node reading ``name``, if there is one (and it is an ``op_type``)."""
         nodes = self.consumers[name]
-        if len(nodes) != 1:
-            raise ValueError(f"{name} feeds {len(nodes)} nodes, expected 1")
-        return nodes[0]
+        return nodes[0] if len(nodes) == 1 and op_type in (None, nodes[0].op_type) else None
+
+    def sole(self, name: str) -> Any:
+        """``only``, where the rewrite needs one."""
+        node = self.only(name)
+        if node is None:
+            raise ValueError(f"{name} feeds {len(self.consumers[name])} nodes, expected 1")
+        return node
+
+    def other(self, node: Any, name: str) -> str:
+        """``node``'s input that is not ``name`` (of two)."""
+        return str(next(i for i in node.input if i != name))
+
+    def rebuild(
+        self, replace: dict[int, list[Any]], dead: set[int] | None = None, added: Iterable[onnx.TensorProto] = ()
+    ) -> None:
+        """Write the rewrite into the graph: each node whose id is in ``replace`` becomes those
+        nodes (in its place, so the order stays topological), those in ``dead`` go, and ``added``
+        joins the initializers."""
+        dead = dead or set()
+        nodes = []
+        for node in self.graph.node:
+            if id(node) not in dead:
+                nodes.extend(replace.get(id(node), [node]))
+        _replace(self.graph.node, nodes)
+        self.graph.initializer.extend(added)
 
 
 GENERATOR = "/decoder/decoder/generator"
@@ -146,7 +188,7 @@ def float_convolutions(model: onnx.ModelProto, prefix: str = GENERATOR) -> onnx.
     The rest of the graph stays int8: those convolutions run at the token or feature frame rate
     and cost little time, while converting them would double the model's memory.
     """
-    g = _Graph(model)
+    g = Index(model)
     replace: dict[int, list[Any]] = {}
     dead: set[int] = set()
     added: list[onnx.TensorProto] = []
@@ -155,31 +197,24 @@ def float_convolutions(model: onnx.ModelProto, prefix: str = GENERATOR) -> onnx.
         replace[id(chain[-1])] = nodes
         dead.update(id(n) for n in chain[:-1])
         added.extend(inits)
-    nodes = []
-    for node in g.graph.node:
-        if id(node) in dead:
-            continue
-        nodes.extend(replace.get(id(node), [node]))
-    del g.graph.node[:]
-    g.graph.node.extend(nodes)
-    g.graph.initializer.extend(added)
-    g.graph.initializer.append(numpy_helper.from_array(np.array([2], dtype=np.int64), "speakstream_axis2"))
+    added.append(numpy_helper.from_array(np.array([2], dtype=np.int64), "speakstream_axis2"))
+    g.rebuild(replace, dead, added)
     prune(model)
     return model
 
 
-def _float_conv(g: _Graph, conv: Any) -> tuple[list[Any], list[Any], list[onnx.TensorProto]]:
+def _float_conv(g: Index, conv: Any) -> tuple[list[Any], list[Any], list[onnx.TensorProto]]:
     """The nodes from ``conv`` to its float output, and their float replacement."""
     quantize = g.producer[conv.input[0]]
     if quantize.op_type != "DynamicQuantizeLinear":
         raise ValueError(f"{conv.name}: unexpected input {quantize.op_type}")
     chain, bias = [conv], None
-    node = g.only_consumer(conv.output[0])
+    node = g.sole(conv.output[0])
     if node.op_type == "Add":
         bias = _bias(g, next(i for i in node.input if i != conv.output[0]))
         chain.append(node)
-        node = g.only_consumer(node.output[0])
-    cast, scale = node, g.only_consumer(node.output[0])
+        node = g.sole(node.output[0])
+    cast, scale = node, g.sole(node.output[0])
     if (cast.op_type, scale.op_type) != ("Cast", "Mul"):
         raise ValueError(f"{conv.name}: unexpected chain {cast.op_type} -> {scale.op_type}")
     chain += [cast, scale]
@@ -190,7 +225,7 @@ def _float_conv(g: _Graph, conv: Any) -> tuple[list[Any], list[Any], list[onnx.T
     return chain, *_conv_nodes(conv, quantize.input[0], scale.output[0], weights.astype(np.float32), bias)
 
 
-def _bias(g: _Graph, name: str) -> np.ndarray[Any, Any]:
+def _bias(g: Index, name: str) -> np.ndarray[Any, Any]:
     """Follow Reshape <- Cast <- Floor <- Div(bias, scale) back to the float bias."""
     node = g.producer[name]
     for op in ("Reshape", "Cast", "Floor", "Div"):
@@ -245,8 +280,7 @@ def prune(model: onnx.ModelProto) -> None:
         keep = [n for n in graph.node if any(o in used for o in n.output)]
         if len(keep) == len(graph.node):
             break
-        del graph.node[:]
-        graph.node.extend(keep)
+        _replace(graph.node, keep)
     used = {i for n in graph.node for i in n.input}
     _replace(graph.initializer, [i for i in graph.initializer if i.name in used])
 

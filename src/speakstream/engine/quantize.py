@@ -29,7 +29,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from speakstream.engine.graph import GENERATOR, decoder_feed, front_feed, prune, sine_constants
+from speakstream.engine.graph import GENERATOR, Index, decoder_feed, front_feed, prune, sine_constants
 from speakstream.engine.phonemes import Phonemizer
 from speakstream.engine.voices import VoiceBank
 
@@ -75,24 +75,18 @@ def output_ranges(session: Any, feeds: Iterable[dict[str, Any]]) -> Ranges:
 
 def quantize(model: onnx.ModelProto, ranges: Ranges) -> onnx.ModelProto:
     """Rewrite each target ``Conv`` of the float decoder as dynamic-input, int8 ``QLinearConv``."""
-    inits = {i.name: i for i in model.graph.initializer}
+    g = Index(model)
     convolutions = targets(model)
-    found = {n.name for n in convolutions}
     missing = [n.name for n in convolutions if n.output[0] not in ranges]
-    if not found or missing:
+    if not convolutions or missing:
         raise ValueError(f"no calibrated range for {missing[:3]}" if missing else "no convolution to quantise")
-    nodes: list[Any] = []
-    for node in model.graph.node:
-        if node.op_type != "Conv" or node.name not in found:
-            nodes.append(node)
-            continue
-        weights = numpy_helper.to_array(inits[node.input[1]])
-        bias = numpy_helper.to_array(inits[node.input[2]]) if len(node.input) > 2 else None
-        new_nodes, new_inits = _int8_conv(node, weights, bias, ranges[node.output[0]])
-        nodes += new_nodes
-        model.graph.initializer.extend(new_inits)
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
+    replace: dict[int, list[Any]] = {}
+    added: list[onnx.TensorProto] = []
+    for node in convolutions:
+        bias = g.array(node.input[2]) if len(node.input) > 2 else None
+        replace[id(node)], inits = _int8_conv(node, g.array(node.input[1]), bias, ranges[node.output[0]])
+        added += inits
+    g.rebuild(replace, added=added)
     prune(model)  # the float weights
     return model
 
