@@ -1,13 +1,16 @@
-"""CancelToken: cancel and pause, across threads, as the scheduler and the engine use it."""
+"""CancelToken: cancel and pause, across threads, as the scheduler and the engine use it; WorkClock:
+the engine's time, pauses left out."""
 
 from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
-from speakstream.engine.base import CancelToken, SynthesisCancelled
+from speakstream.engine.base import CancelToken, SynthesisCancelled, WorkClock
 
 
 def test_pause_stops_the_running_inference_and_the_next_waits_for_resume() -> None:
@@ -45,6 +48,19 @@ def test_the_time_spent_paused_is_counted(monkeypatch: pytest.MonkeyPatch) -> No
     token.resume()
     thread.join(5)
     assert token.waited_s == 7.0
+
+
+def test_the_work_clock_leaves_out_the_pauses_since_it_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the waits after ``restart`` come out; without a token, nothing does."""
+    clock = [0.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
+    token = SimpleNamespace(waited_s=5.0)  # what the clock reads of a CancelToken
+    work, bare = WorkClock(cast(CancelToken, token)), WorkClock(None)  # 5 s: an earlier pause, not ours
+    clock[0], token.waited_s = 10.0, 8.0  # 10 s since the start, 3 of them paused
+    assert work.seconds() == 7.0 and bare.seconds() == 10.0
+    work.restart()
+    clock[0] = 12.0
+    assert work.seconds() == 2.0
 
 
 def test_a_pause_before_the_inference_starts_stops_it_at_once() -> None:

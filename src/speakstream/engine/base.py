@@ -153,10 +153,22 @@ class Engine(Protocol):
         ...
 
 
-def waited_s(cancel: CancelToken | None) -> float:
-    """What a synthesis has waited, paused, for its turn so far (``CancelToken.waited_s``; 0
-    without a token): taken out of its inference time."""
-    return 0.0 if cancel is None else cancel.waited_s
+class WorkClock:
+    """Seconds a synthesis spent working since it last started the clock: the time it waited,
+    paused, for its turn (``CancelToken.waited_s``) is left out, the stopped try's compute is not."""
+
+    def __init__(self, cancel: CancelToken | None) -> None:
+        self._cancel = cancel
+        self.restart()
+
+    def restart(self) -> None:
+        self._started, self._waited = time.perf_counter(), self._waited_s()
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self._started - (self._waited_s() - self._waited)
+
+    def _waited_s(self) -> float:
+        return 0.0 if self._cancel is None else self._cancel.waited_s
 
 
 def check_speed(speed: object) -> float:

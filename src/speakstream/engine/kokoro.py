@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from speakstream.engine import inference
 from speakstream.engine.assets import Assets, locate
 from speakstream.engine.audio_edges import EdgePolicy, trim_edges
-from speakstream.engine.base import Ahead, CancelToken, VoiceBankEngine, waited_s
+from speakstream.engine.base import Ahead, CancelToken, VoiceBankEngine, WorkClock
 from speakstream.engine.decoding import WINDOW_PAUSE_S, WindowPolicy, word_times
 from speakstream.engine.languages import Language, parse_language
 from speakstream.engine.normalize import normalize
@@ -223,7 +223,7 @@ class KokoroEngine(VoiceBankEngine):
         phonemize_s: float,
     ) -> AudioChunk:
         """One inference per phoneme window on a whole graph (``timed``, ``original``)."""
-        started, paused = time.perf_counter(), waited_s(cancel)
+        clock = WorkClock(cancel)
         pieces, words, offset = [], [], 0
         for i, part in enumerate(parts):
             last = i == len(parts) - 1
@@ -233,7 +233,7 @@ class KokoroEngine(VoiceBankEngine):
             words += [w.shifted(offset / SAMPLE_RATE) for w in part_words]
             pieces.append(samples)
             offset += len(samples)
-        timings = SynthesisTimings(phonemize_s, time.perf_counter() - started - (waited_s(cancel) - paused))
+        timings = SynthesisTimings(phonemize_s, clock.seconds())
         return AudioChunk(np.concatenate(pieces), SAMPLE_RATE, text, tuple(words), timings)
 
     def _window(

@@ -8,7 +8,6 @@ yields each window's audio as soon as it is made, with the chunk's word timestam
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +18,7 @@ from numpy.typing import NDArray
 from speakstream.engine import inference
 from speakstream.engine.assets import Assets
 from speakstream.engine.audio_edges import EdgePolicy
-from speakstream.engine.base import Ahead, CancelToken, waited_s
+from speakstream.engine.base import Ahead, CancelToken, WorkClock
 from speakstream.engine.decoding import (
     FRAME_SAMPLES,
     WINDOW_PAUSE_S,
@@ -123,7 +122,7 @@ class WindowedModel:
     ) -> Iterator[AudioPiece]:
         """``ahead``: seconds of this reply's audio the listener has buffered now (sizes windows);
         ``policy``: this call's windows (default: the model's)."""
-        started = time.perf_counter()
+        clock = WorkClock(cancel)
         utterances = [
             self.front(part, voices, voice, speed, text if i == len(parts) - 1 else ".", cancel, edges)
             for i, part in enumerate(parts)
@@ -134,16 +133,14 @@ class WindowedModel:
         for u in utterances:
             words += [w.shifted(offset / SAMPLE_RATE) for w in u.words]
             offset += u.samples + pause
-        index, position, clock, paused = 0, 0, started, waited_s(cancel)
+        index, position = 0, 0
         for i, u in enumerate(utterances):
             for samples, final in self._windows(
                 u, cancel, edges, opening=opening and i == 0, ahead=ahead, policy=policy or self.policy
             ):
                 if final and i < len(utterances) - 1:
                     samples = np.concatenate([samples, np.zeros(pause, np.float32)])
-                now = time.perf_counter()
-                inference_s = now - clock - (waited_s(cancel) - paused)  # a pause is not its time
-                timings = SynthesisTimings(phonemize_s if index == 0 else 0.0, inference_s)
+                timings = SynthesisTimings(phonemize_s if index == 0 else 0.0, clock.seconds())
                 yield AudioPiece(
                     samples,
                     index,
@@ -155,7 +152,7 @@ class WindowedModel:
                 )
                 # the piece's time is its own: not the time this generator waited, suspended, for
                 # its reply's next turn (other sessions' windows ran then)
-                clock, paused = time.perf_counter(), waited_s(cancel)
+                clock.restart()
                 index, position = index + 1, position + len(samples)
 
     def _windows(
