@@ -211,14 +211,14 @@ def _float_conv(g: Index, conv: Any) -> tuple[list[Any], list[Any], list[onnx.Te
     chain, bias = [conv], None
     node = g.sole(conv.output[0])
     if node.op_type == "Add":
-        bias = _bias(g, next(i for i in node.input if i != conv.output[0]))
+        bias = _bias(g, g.other(node, conv.output[0]))
         chain.append(node)
         node = g.sole(node.output[0])
     cast, scale = node, g.sole(node.output[0])
     if (cast.op_type, scale.op_type) != ("Cast", "Mul"):
         raise ValueError(f"{conv.name}: unexpected chain {cast.op_type} -> {scale.op_type}")
     chain += [cast, scale]
-    scales = g.producer[next(i for i in scale.input if i != cast.output[0])]
+    scales = g.producer[g.other(scale, cast.output[0])]
     weight_scale = g.array(next(i for i in scales.input if i in g.inits))
     weights = g.array(conv.input[1]).astype(np.float32) - g.array(conv.input[3]).astype(np.float32)
     weights = weights * weight_scale
