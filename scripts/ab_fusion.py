@@ -1,4 +1,4 @@
-"""The generator's rewrites (``engine/fusion.py``) against the same decoder made without them.
+"""The generator's fused norms (``engine/fusion.py``) against the same decoder made without them.
 
     python scripts/ab_fusion.py [--frames 41] [--runs 30] [--threads 1 2]
 
@@ -6,8 +6,7 @@ Makes the unfused float and mixed decoders in memory (as ``assets`` did before `
 mixed one is calibrated again, about a minute), then decodes one window of ``--frames`` frames
 (a reply's opening window with its context, as ``profile_decoder.py`` does) with each pair,
 alternating which runs first, and prints the median times, the median of the paired ratios
-(fused / unfused: under 1 is faster) and the audio's SNR between the two (about 9 dB: the
-STFT's phases are PyTorch's, not the ``STFT`` kernel's; the norms alone leave 116 dB).
+(fused / unfused: under 1 is faster) and the audio's SNR between the two.
 """
 
 from __future__ import annotations

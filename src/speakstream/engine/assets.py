@@ -252,7 +252,7 @@ def _derive(assets: Assets) -> list[str]:
 
     made: list[str] = []
     stamp = assets.derived_dir / "derived.json"
-    wanted = {"model_sha256": MODEL_SHA256, "version": 7}
+    wanted = {"model_sha256": MODEL_SHA256, "version": 8}
     current = json.loads(stamp.read_text()) if stamp.is_file() else {}
     files = [assets.graph("fast"), assets.graph("timed"), assets.split("front"), *map(assets.decoder, DECODERS)]
     if current == wanted and all(f.is_file() for f in files):
