@@ -38,7 +38,7 @@ def _pair(engine: KokoroEngine, unfused: bytes, precision: str, threads: int) ->
     return ort.InferenceSession(unfused, options, providers=cpu), fused
 
 
-def _time(sessions: tuple[Any, Any], feed: dict[str, Any], runs: int) -> tuple[list[float], list[float]]:
+def paired_times(sessions: tuple[Any, Any], feed: dict[str, Any], runs: int) -> tuple[list[float], list[float]]:
     seconds: tuple[list[float], list[float]] = ([], [])
     for session in sessions:
         session.run(None, feed)
@@ -55,12 +55,17 @@ def _snr_db(sessions: tuple[Any, Any], feed: dict[str, Any]) -> float:
     return float(10 * np.log10(np.sum(before**2) / max(np.sum((after - before) ** 2), 1e-30)))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def window_arguments(doc: str) -> argparse.Namespace:
+    """The options of a decoder-window A/B: ``--frames``, ``--runs``, ``--threads``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--frames", type=int, default=41)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = window_arguments(__doc__)
     engine = KokoroEngine(EngineConfig(parallel=1))
     feed = window_feed(engine, args.frames)
     unfused = _unfused(engine)
@@ -69,7 +74,7 @@ def main() -> None:
     for precision in ("mixed", "float"):
         for threads in args.threads:
             sessions = _pair(engine, unfused[precision], precision, threads)
-            before, after = _time(sessions, feed, args.runs)
+            before, after = paired_times(sessions, feed, args.runs)
             ratio = float(np.median(np.array(after) / np.array(before)))
             print(
                 f"{precision:7s}  {threads:7d}  {1000 * np.median(before):10.1f}  {1000 * np.median(after):8.1f}"

@@ -12,12 +12,11 @@ and its energy at 4-12 kHz against the export's (dB, all audio pooled).
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 import numpy as np
 import onnx
-from ab_fusion import _time
+from ab_fusion import paired_times, window_arguments
 from profile_decoder import window_feed
 
 from speakstream.bench.spectra import logmel_distance
@@ -53,7 +52,7 @@ def _speed(engine: KokoroEngine, frames: int, runs: int, threads: list[int]) -> 
     print("decoder  threads  export ms  convolution ms  convolution/export (paired median)")
     for precision in ("mixed", "float"):
         for count in threads:
-            before, after = _time(_sessions(engine, engine.assets.decoder(precision), count), feed, runs)
+            before, after = paired_times(_sessions(engine, engine.assets.decoder(precision), count), feed, runs)
             ratio = float(np.median(np.array(after) / np.array(before)))
             times = f"{1000 * np.median(before):9.1f}  {1000 * np.median(after):14.1f}"
             print(f"{precision:7s}  {count:7d}  {times}  {ratio:.3f}")
@@ -94,11 +93,7 @@ def _sound(engine: KokoroEngine) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=41)
-    parser.add_argument("--runs", type=int, default=30)
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    args = parser.parse_args()
+    args = window_arguments(__doc__)
     engine = KokoroEngine(EngineConfig(parallel=1))
     _speed(engine, args.frames, args.runs, args.threads)
     _sound(engine)
