@@ -77,11 +77,25 @@ def small_decoder(rng: np.random.Generator) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
 
 
-def run(model: onnx.ModelProto, feed: dict[str, Any]) -> np.ndarray[Any, Any]:
+def ort_session(model: onnx.ModelProto | str) -> Any:
     import onnxruntime as ort
 
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return np.asarray(session.run(None, feed)[0])
+    source = model if isinstance(model, str) else model.SerializeToString()
+    return ort.InferenceSession(source, providers=["CPUExecutionProvider"])
+
+
+def run(model: onnx.ModelProto, feed: dict[str, Any]) -> np.ndarray[Any, Any]:
+    return np.asarray(ort_session(model).run(None, feed)[0])
+
+
+def decoder_input(kokoro: KokoroEngine, text: str, voice: str) -> dict[str, Any]:
+    """The derived decoder's feed for ``text``'s first part in ``voice``: the front's output, the
+    style, and the sine source's phase at zero."""
+    part = kokoro.parts(text, kokoro.check_voice(voice).speaks)[0]
+    style = kokoro.voice_bank.style(voice, len(part.tokens))
+    _, *curves = ort_session(str(kokoro.assets.split("front"))).run(None, front_feed(part.tokens, style, 1.0))
+    assert kokoro.windowed is not None
+    return decoder_feed(curves, style, np.zeros((1, 1, len(kokoro.windowed.harmonics)), dtype=np.float32))
 
 
 def test_the_rewritten_graph_computes_the_same() -> None:
@@ -180,18 +194,11 @@ def test_a_complex_signal_or_a_computed_window_is_left_alone() -> None:
 def test_the_derived_decoder_is_the_unfused_one_within_float_rounding(kokoro: KokoroEngine) -> None:
     """The assets' float decoder against the same graph made without ``fusion`` (exact in
     arithmetic: only rounding may differ, so the audio is the same to far beyond hearing)."""
-    import onnxruntime as ort
-
     _, unfused = split(float_convolutions(onnx.load(str(kokoro.assets.graph("timed")))))
     fused = onnx.load(str(kokoro.assets.decoder("float")))
     assert not [n for n in fused.graph.node if n.op_type == "Pow" and n.name.startswith(fusion.SCOPE)]
     assert sum(n.op_type == "InstanceNormalization" for n in fused.graph.node) == 42
-    part = kokoro.parts("Thanks for waiting, I found your booking.", kokoro.check_voice("af_heart").speaks)[0]
-    style = kokoro.voice_bank.style("af_heart", len(part.tokens))
-    front = ort.InferenceSession(str(kokoro.assets.split("front")), providers=["CPUExecutionProvider"])
-    _, *curves = front.run(None, front_feed(part.tokens, style, 1.0))
-    assert kokoro.windowed is not None
-    feed = decoder_feed(curves, style, np.zeros((1, 1, len(kokoro.windowed.harmonics)), dtype=np.float32))
+    feed = decoder_input(kokoro, "Thanks for waiting, I found your booking.", "af_heart")
     audio = [run(graph, feed).ravel() for graph in (unfused, fused)]
     snr_db = 10 * np.log10(np.sum(audio[0] ** 2) / np.sum((audio[1] - audio[0]) ** 2))
     assert snr_db > 90.0  # measured 115-120 dB on four utterances
@@ -211,20 +218,8 @@ def test_the_stft_of_the_real_decoder_as_a_convolution_has_a_real_ffts_phases(ko
         graph.graph.output.extend(
             helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in (stft.output[0], stft.input[0])
         )
-    part = kokoro.parts("Would you really like me to send the receipt?", kokoro.check_voice("am_michael").speaks)[0]
-    style = kokoro.voice_bank.style("am_michael", len(part.tokens))
-    front = ort_session(str(kokoro.assets.split("front")))
-    _, *curves = front.run(None, front_feed(part.tokens, style, 1.0))
-    assert kokoro.windowed is not None
-    feed = decoder_feed(curves, style, np.zeros((1, 1, len(kokoro.windowed.harmonics)), dtype=np.float32))
+    feed = decoder_input(kokoro, "Would you really like me to send the receipt?", "am_michael")
     (_, expected, signal), (_, spectrum, same_signal) = (ort_session(g).run(None, feed) for g in (export, derived))
     np.testing.assert_array_equal(same_signal, signal)
     np.testing.assert_allclose(spectrum, expected, atol=1e-5 * np.abs(expected).max())
     assert_phases_agree(spectrum, signal)
-
-
-def ort_session(model: onnx.ModelProto | str) -> Any:
-    import onnxruntime as ort
-
-    source = model if isinstance(model, str) else model.SerializeToString()
-    return ort.InferenceSession(source, providers=["CPUExecutionProvider"])
