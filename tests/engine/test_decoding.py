@@ -342,6 +342,9 @@ def test_a_slow_decoder_opens_a_reply_with_a_longer_window() -> None:
     assert policy.opening(0.05) == 32  # slower than real time: a gap comes anyway; first audio stays bounded
     plan = list(policy.windows(0, 100, opening_frames=policy.opening(0.0099)))
     assert plan[0] == (0, 25)
+    assert policy.opening(0.0099, shared=True) == 25  # shared, at a speed that still covers: the same
+    # shared, at a speed that covers nothing (one of 2 cores): every waiting listener's opening is short
+    assert policy.opening(0.0149, shared=True) == 16 and policy.opening(0.0149) == 32
     later = list(policy.windows(0, 100, opening=False, opening_frames=25, budget=lambda: 1000.0))
     assert later[0] == (0, 100)  # a later chunk is sized by its budget
 

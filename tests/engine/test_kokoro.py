@@ -1,4 +1,5 @@
 import asyncio
+import dataclasses
 import threading
 import time
 
@@ -207,6 +208,38 @@ def test_the_window_opening_a_reply_is_sized_for_the_measured_decoder(kokoro: Ko
         assert model.opening_frame_s == 0.0103
     finally:
         model.device_frame_s, model.lone_frame_cost_s = measured, recent
+
+
+def test_a_reply_opening_on_a_shared_decoder_is_sized_at_the_shared_speed(kokoro: KokoroEngine) -> None:
+    """While other replies' windows run or are about to, the opening is sized at the speed the
+    decoder has then (its narrow sessions'), and when that covers nothing it is the shortest:
+    the listener's buffer runs dry between turns whatever the opening (``WindowPolicy.opening``)."""
+    model = kokoro.windowed
+    assert model is not None
+    text = "Your flight leaves tomorrow morning from the second terminal."
+    saved = model.device_frame_s, model.lone_frame_cost_s, model.shared_frame_cost_s, model.lanes.in_flight
+    later = model.policy.opening_snap_frames
+    try:
+        model.device_frame_s = model.lone_frame_cost_s = 0.0103  # alone: 26 frames (as above)
+        model.shared_frame_cost_s = None
+        assert model.shared_frame_s == pytest.approx(0.0103 * 1.5)  # guessed until one is measured
+        model.lanes.in_flight = lambda: 2  # the scheduler is starting another reply's window
+        first = next(iter(kokoro.stream(text, voice="af_heart")))
+        frames = model.policy.first_frames
+        assert (frames - 1) * FRAME_SAMPLES < len(first.samples) <= (frames + later) * FRAME_SAMPLES
+        assert model.shared_frame_cost_s is not None  # it ran on a narrow session, and was measured
+        model.shared_frame_cost_s = 0.0005  # a shared decoder fast enough: no shorter than alone's
+        assert model.opening_frames(model.policy) == model.policy.opening(0.0005) == frames
+        model.shared_frame_cost_s = 0.0103
+        assert model.opening_frames(model.policy) == 26
+        model.shared_frame_cost_s = 0.05
+        assert model.opening_frames(model.policy) == frames
+        assert model.opening_frames(dataclasses.replace(model.policy, shared_opening=False)) == 26  # as alone
+        model.lanes.in_flight = None
+        model.shared_frame_cost_s = 0.05
+        assert model.opening_frames(model.policy) == 26  # alone again: the lone speed sizes it
+    finally:
+        model.device_frame_s, model.lone_frame_cost_s, model.shared_frame_cost_s, model.lanes.in_flight = saved
 
 
 def test_a_pieces_time_is_its_own_not_its_wait_for_a_turn(

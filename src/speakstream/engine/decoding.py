@@ -56,6 +56,9 @@ class WindowPolicy:
     audio must last while the windows after it are decoded, or the listener hears a gap: 16 frames
     do up to 7.3 ms a decoded frame (``covers``; the bench machine's mixed decoder takes 5.3-7),
     and a slower decoder gets more (``opening``)."""
+    shared_opening: bool = True
+    """Size a reply's opening at the speed the decoder has while other replies share it, the
+    shortest when that covers nothing (``opening``); False: at the lone speed, as when alone."""
     opening_safety: float = 0.8
     """Share of the buffered audio each window after the opening one may take (``covers``): a
     window's compute varies by about 15% from one to the next on a quiet machine. With 0.9, and the
@@ -131,15 +134,18 @@ class WindowPolicy:
             least = self.first_frames  # what the short window before it covers (``min_frames``)
         return max(1, min(self.max_frames, max(self.first_frames, least, size)))
 
-    def opening(self, frame_s: float | None) -> int:
+    def opening(self, frame_s: float | None, *, shared: bool = False) -> int:
         """Frames of the window that opens a reply on a decoder taking ``frame_s`` seconds a frame
         (None: not measured yet): the fewest from ``first_frames`` up to ``min_frames`` for which
         each of the windows after it, sized by this policy from the listener's buffer, is decoded
-        within ``opening_safety`` of what is buffered when it starts (``covers``)."""
+        within ``opening_safety`` of what is buffered when it starts (``covers``). When none does,
+        a gap comes whatever the opening: alone, ``min_frames`` keeps first audio bounded; on a
+        decoder ``shared`` with other replies (``frame_s``: its speed then), the shortest, since
+        the listeners waiting for first audio wait for each other's openings too."""
         if not frame_s:
             return self.first_frames
         fits = (frames for frames in range(self.first_frames, self.min_frames) if self.covers(frames, frame_s))
-        return next(fits, max(self.first_frames, self.min_frames))
+        return next(fits, self.first_frames if shared else max(self.first_frames, self.min_frames))
 
     def covers(self, opening: int, frame_s: float, windows: int = 3) -> bool:
         """Whether a reply opened by ``opening`` frames plays without a gap through its next

@@ -36,6 +36,9 @@ from speakstream.types import SAMPLE_RATE, AudioPiece, SynthesisTimings, WordTim
 FRAME_COST_GUESS_S = 0.009
 """Decoder seconds per frame before any is measured (2 CPU cores: about a third of real time)."""
 SPEED_WINDOW_FRAMES = 16
+NARROW_SLOWDOWN = 1.5
+"""A decoder frame on a narrow session against the wide one before any narrow window is measured:
+a 36-frame window took 656 ms on one of 2 cores and 433 ms on both (``inference``)."""
 """Windows this long or longer measure the device's speed (a shorter one is mostly overhead)."""
 
 
@@ -101,6 +104,9 @@ class WindowedModel:
         self.lone_frame_cost_s = self.frame_cost_s
         """... over the windows that ran alone (no other inference beside them: the wide session).
         Other sessions' windows run narrow, slower a frame: this is what a lone reply can expect."""
+        self.shared_frame_cost_s: float | None = None
+        """... over the windows that ran beside another (a narrow session): the speed a reply
+        gets while other replies share the decoder (None: none measured yet)."""
         self.device_frame_s: float | None = None
         """The fewest decoder seconds per frame measured on a window of ``SPEED_WINDOW_FRAMES`` or
         more: the device's own speed (``frame_cost_s`` also carries other sessions' load), which
@@ -185,8 +191,15 @@ class WindowedModel:
             tail_threshold_db=edges.threshold_db,
             speech_end=u.speech_end,
             boundaries=word_boundaries(u),
-            opening_frames=policy.opening(self.opening_frame_s),
+            opening_frames=self.opening_frames(policy),
         )
+
+    def opening_frames(self, policy: WindowPolicy) -> int:
+        """The size of the window opening a reply, sized now (``WindowPolicy.opening``): at the
+        lone speed while nothing else runs on the decoder, else at the speed it has when shared."""
+        if self._alone() or not policy.shared_opening:
+            return policy.opening(self.opening_frame_s)
+        return policy.opening(self.shared_frame_s, shared=True)
 
     @property
     def opening_frame_s(self) -> float | None:
@@ -197,6 +210,15 @@ class WindowedModel:
         if self.device_frame_s is None:
             return None
         return max(self.device_frame_s, self.lone_frame_cost_s)
+
+    @property
+    def shared_frame_s(self) -> float | None:
+        """The decoder seconds a frame while other replies share it: measured, else guessed from
+        the lone speed (``NARROW_SLOWDOWN``; None when that is not measured either)."""
+        if self.shared_frame_cost_s is not None:
+            return self.shared_frame_cost_s
+        lone = self.opening_frame_s
+        return None if lone is None else lone * NARROW_SLOWDOWN
 
     def budget(self, ahead: Ahead, policy: WindowPolicy) -> ListenerBudget:
         """How the windows of a chunk whose listener has ``ahead()`` seconds buffered are sized."""
@@ -243,6 +265,9 @@ class WindowedModel:
         self.frame_cost_s += 0.3 * (cost - self.frame_cost_s)
         if alone and self._alone():
             self.lone_frame_cost_s += 0.3 * (cost - self.lone_frame_cost_s)
+        elif not alone:  # it started on a narrow session
+            shared = self.shared_frame_cost_s
+            self.shared_frame_cost_s = cost if shared is None else shared + 0.3 * (cost - shared)
         if end - start >= SPEED_WINDOW_FRAMES:
             self.device_frame_s = min(cost, self.device_frame_s or cost)
         return np.asarray(audio, dtype=np.float32).ravel()

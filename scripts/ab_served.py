@@ -1,0 +1,113 @@
+"""First audio under load with one engine setting on and off, alternated per trial on one
+in-process server.
+
+    python scripts/ab_served.py --switch in-flight --trials 8
+    python scripts/ab_served.py --switch shared-opening --trials 6
+
+Switches:
+
+- ``in-flight``: the engine told the scheduler's windows in flight (``Lanes.in_flight``) or not.
+  Without the count, two windows dispatched together reach ONNX Runtime a few milliseconds apart:
+  the first takes the wide session (every core), the second a narrow one, and three threads share
+  2 cores until the first ends.
+- ``shared-opening``: a reply that opens while others share the decoder sized at the shared speed
+  (``WindowPolicy.shared_opening``), or at the lone speed, as when alone.
+
+Each trial runs every case (sessions at once, or 0.9 s apart), each session speaking the
+four-sentence bench reply, in both settings (their order alternating). Prints p95 first audio,
+audio seconds per wall second and the stalls a real-time player heard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+
+from speakstream.bench.context import BenchContext
+from speakstream.bench.experiments.concurrency import STAGGER_S, one_level
+from speakstream.config import ServerConfig
+from speakstream.data import bench_text
+from speakstream.engine.kokoro import KokoroEngine
+from speakstream.engine.windowed import WindowedModel
+from speakstream.server.app import create_app
+from speakstream.server.serve import ThreadedServer
+
+Switch = Callable[[bool], None]
+"""Turns the setting on (True) or off."""
+CASES = {
+    "in-flight": (("2 at once", 2, 0.0), ("2 staggered", 2, STAGGER_S), ("4 at once", 4, 0.0)),
+    "shared-opening": (
+        ("1 alone", 1, 0.0),
+        ("4 at once", 4, 0.0),
+        ("8 at once", 8, 0.0),
+        ("4 staggered", 4, STAGGER_S),
+    ),
+}
+
+
+def switch(name: str, model: WindowedModel) -> Switch:
+    """How ``name`` is turned on and off on ``model`` (and back on at the end: both default on)."""
+    if name == "in-flight":
+        count = model.lanes.in_flight
+
+        def in_flight(on: bool) -> None:
+            model.lanes.in_flight = count if on else None
+
+        return in_flight
+
+    def shared_opening(on: bool) -> None:
+        model.policy = dataclasses.replace(model.policy, shared_opening=on)
+
+    return shared_opening
+
+
+async def _trials(
+    ctx: BenchContext, turn: Switch, cases: tuple[tuple[str, int, float], ...], trials: int
+) -> dict[tuple[str, str], list[tuple[float, ...]]]:
+    found: dict[tuple[str, str], list[tuple[float, ...]]] = {}
+    await one_level(ctx, 1, "Warm up, please.")
+    try:
+        for trial in range(trials):
+            settings = ("on", "off") if trial % 2 == 0 else ("off", "on")
+            for name, sessions, stagger in cases:
+                for setting in settings:
+                    turn(setting == "on")
+                    r = await one_level(ctx, sessions, bench_text(), stagger_s=stagger)
+                    found.setdefault((name, setting), []).append(
+                        (r["ttfa_ms"]["p95"], r["throughput"], r["stall_ms"]["mean"])
+                    )
+    finally:
+        turn(True)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--switch", choices=sorted(CASES), required=True)
+    parser.add_argument("--trials", type=int, default=8)
+    args = parser.parse_args()
+    server = ThreadedServer(create_app(ServerConfig())).start()
+    try:
+        engine = server.runtime.engine
+        if not isinstance(engine, KokoroEngine) or engine.windowed is None or engine.parallel < 2:
+            raise SystemExit("needs two engine lanes (a CPU with 2 cores or more, the fast graph)")
+        ctx = BenchContext.in_process(server)
+        turn = switch(args.switch, engine.windowed)
+        found = asyncio.run(_trials(ctx, turn, CASES[args.switch], args.trials))
+    finally:
+        server.stop()
+    for (name, setting), values in sorted(found.items()):
+        a = np.array(values)
+        print(
+            f"{name:12s} {args.switch} {setting:3s}: p95 first audio mean {a[:, 0].mean():7.1f} ms "
+            f"(min {a[:, 0].min():.0f}, max {a[:, 0].max():.0f}, n {len(a)}), "
+            f"audio s per s {a[:, 1].mean():.2f}, stall ms per session {a[:, 2].mean():.0f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
