@@ -202,6 +202,27 @@ async def test_an_engine_failure_fails_one_job_not_the_worker() -> None:
         await scheduler.stop()
 
 
+async def test_a_cancelled_step_s_engine_time_reaches_on_done() -> None:
+    """A step that fails or is cancelled spent the engine's time all the same: ``on_done`` hears
+    it (``Job.failed_s``), so the engine's seconds on /metrics count it too."""
+    engine = StepEngine()
+    done: list[tuple[AudioPiece | None, float]] = []
+    scheduler = Scheduler(engine, on_done=lambda job, piece: done.append((piece, job.failed_s)))
+    await scheduler.start()
+    try:
+        hold = scheduler.submit("holder", "h", 0, "hold", voice="af_heart", speed=1.0)
+        await asyncio.wait_for(asyncio.to_thread(engine.busy.wait, 10), 15)
+        await asyncio.sleep(0.2)  # "compute" in its first window
+        scheduler.cancel("holder", "h")
+        with pytest.raises(SynthesisCancelled):
+            await asyncio.wait_for(pieces(hold), 10)
+    finally:
+        engine.gate.set()
+        await scheduler.stop()
+    [(piece, spent)] = done
+    assert piece is None and spent >= 0.2
+
+
 class CausedEngine(FakeEngine):
     """Fails as ONNX Runtime does: "terminated" as a cancel stopped through its terminate flag,
     "broken" as a fault, each with the library's error as the cause."""

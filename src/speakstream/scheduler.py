@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 
-from speakstream.engine.base import CancelToken, Engine, SynthesisCancelled
+from speakstream.engine.base import CancelToken, Engine, SynthesisCancelled, WorkClock
 from speakstream.errors import EngineError, Overloaded, SpeakstreamError
 from speakstream.types import AudioPiece
 
@@ -93,6 +93,8 @@ class Job:
     """Called when the reply takes a piece (room again in ``pieces``)."""
     clock: PlaybackClock | None = None
     """The reply's playback clock, shared by its chunks (None: windows of fixed sizes)."""
+    failed_s: float = 0.0
+    """Engine seconds of the step that failed or was cancelled (a piece carries its own timings)."""
     preempted: bool = False
     """Paused for another reply's first window during the window it is making now (a window is
     paused at most once, so it always ends)."""
@@ -424,13 +426,18 @@ class Scheduler:
 
     def _step(self, job: Job) -> AudioPiece | None:
         """One unit of work, in a worker thread; None when the chunk had no more pieces."""
-        if job.steps is None:
-            opening = job.index == 0
-            ahead = None if job.clock is None else partial(self.ahead_for, job.clock)
-            job.steps = self.engine.stream(
-                job.text, voice=job.voice, speed=job.speed, cancel=job.token, opening=opening, ahead=ahead
-            )
-        return next(job.steps, None)
+        clock = WorkClock(job.token)
+        try:
+            if job.steps is None:
+                opening = job.index == 0
+                ahead = None if job.clock is None else partial(self.ahead_for, job.clock)
+                job.steps = self.engine.stream(
+                    job.text, voice=job.voice, speed=job.speed, cancel=job.token, opening=opening, ahead=ahead
+                )
+            return next(job.steps, None)
+        except BaseException:
+            job.failed_s = clock.seconds()  # the engine's time all the same (``on_done``)
+            raise
 
     def ahead_for(self, clock: PlaybackClock) -> float:
         """What the engine may spend on this reply's next window: the audio its listener has

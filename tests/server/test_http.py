@@ -19,7 +19,9 @@ from speakstream.config import ServerConfig
 from speakstream.engine.fake import FakeEngine
 from speakstream.loadtest.harness import raw_http
 from speakstream.loadtest.servers import server_counts, start_server
+from speakstream.scheduler import Job
 from speakstream.server.app import create_app
+from speakstream.server.runtime import Runtime
 from speakstream.server.serve import ThreadedServer
 
 TEXT = "Thanks for waiting, I found your booking. Your flight leaves tomorrow morning."
@@ -154,6 +156,16 @@ async def test_metrics(fake_server: ThreadedServer) -> None:
         'speakstream_errors_total{code="empty_text"}',
     ):
         assert name in body
+
+
+def test_the_engine_seconds_of_a_failed_step_are_counted() -> None:
+    """A window that failed or was cancelled took the engine's time too (``Job.failed_s``)."""
+    runtime = Runtime(ServerConfig(fake_engine=True), lambda: FakeEngine())
+    job = Job("s", "r", 0, "text", "af_heart", 1.0)
+    job.failed_s = 0.25
+    runtime._on_piece(job, None)
+    sample = runtime.metrics.registry.get_sample_value("speakstream_engine_seconds_total", {"window": "first"})
+    assert sample == pytest.approx(0.25)
 
 
 def test_openai_sdk_non_streaming_and_streaming(fake_server: ThreadedServer) -> None:

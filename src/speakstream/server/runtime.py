@@ -177,11 +177,12 @@ class Runtime:
     def _on_piece(self, job: Job, piece: AudioPiece | None) -> None:
         if job.made == 0:
             self.metrics.queue_wait.observe(job.queue_wait_s)
-        if piece is not None:  # called before the piece is counted: the first window is still first
-            seconds = piece.timings.phonemize_s + piece.timings.inference_s
-            self.metrics.engine_seconds.labels("first" if job.first_window else "later").inc(seconds)
-            if piece.duration_s > 0:
-                self.metrics.rtf.observe(piece.timings.inference_s / piece.duration_s)
-                self.metrics.audio_seconds.inc(piece.duration_s)
+        # called before the piece is counted: the first window is still first; a step that failed
+        # or was cancelled spent the engine's time too
+        seconds = job.failed_s if piece is None else piece.timings.phonemize_s + piece.timings.inference_s
+        self.metrics.engine_seconds.labels("first" if job.first_window else "later").inc(seconds)
+        if piece is not None and piece.duration_s > 0:
+            self.metrics.rtf.observe(piece.timings.inference_s / piece.duration_s)
+            self.metrics.audio_seconds.inc(piece.duration_s)
         if self.scheduler is not None:
             self.metrics.queued_chunks.set(self.scheduler.queued)
