@@ -34,6 +34,14 @@ def test_the_report_says_the_opening_window_snaps_only_when_its_run_did() -> Non
     assert "when that puts it between words" not in streaming.markdown(_result())  # a run from before
 
 
+def test_the_report_says_the_opening_on_a_shared_decoder_only_when_it_differs() -> None:
+    slow = {"opening_frames": 31, "opening_frame_ms": 11.5, "opening_safety": 0.8}
+    said = "; 20 while other replies share the decoder"
+    assert said in streaming.markdown(_result(**slow, shared_opening_frames=20))
+    assert "share the decoder" not in streaming.markdown(_result(**slow, shared_opening_frames=31))
+    assert "share the decoder" not in streaming.markdown(_result(**slow))  # a run from before
+
+
 def test_an_utterance_heard_with_the_same_errors_both_ways_is_not_a_difference() -> None:
     text = "Please bring your card."
     pieces = [np.zeros(20 * 600, np.float32), np.zeros(32 * 600, np.float32)]

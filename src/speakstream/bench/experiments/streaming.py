@@ -58,6 +58,7 @@ def _policy(model: WindowedModel) -> dict[str, float | None]:
     return {
         "first_frames": policy.first_frames,
         "opening_frames": policy.opening(frame_s),
+        "shared_opening_frames": policy.opening(model.shared_frame_s, shared=True) if policy.shared_opening else None,
         "opening_snap_frames": policy.opening_snap_frames,
         "opening_frame_ms": None if frame_s is None else round(1000 * frame_s, 2),
         "opening_safety": policy.opening_safety,
@@ -286,14 +287,18 @@ def _served(playbacks: list[Playback]) -> dict[str, float]:
 
 
 def _opening(p: dict[str, Any]) -> str:
-    """The opening window's size, and why when the decoder's speed made it longer than the least."""
+    """The opening window's size, why when the decoder's speed made it longer than the least, and
+    its size on a decoder shared with other replies when that differs (runs before it: not said)."""
     frames, least = p.get("opening_frames", p["first_frames"]), p["first_frames"]
     if frames == least:
         return str(least)
     frame_ms = p.get("opening_frame_ms", p.get("device_frame_ms"))  # the key in earlier runs
+    shared = p.get("shared_opening_frames")
     return (
         f"{frames} (at least {least}, more on a slow decoder: at {frame_ms} ms a frame here, "
-        f"{frames} for each next window's compute to fit in {p['opening_safety']} of the audio buffered)"
+        f"{frames} for each next window's compute to fit in {p['opening_safety']} of the audio buffered"
+        + ("" if shared in (None, frames) else f"; {shared} while other replies share the decoder")
+        + ")"
     )
 
 
