@@ -12,6 +12,7 @@ from speakstream.engine.base import CancelToken
 from speakstream.engine.decoding import FRAME_SAMPLES
 from speakstream.engine.kokoro import EngineConfig, KokoroEngine
 from speakstream.engine.phonemes import MAX_TOKENS, windows
+from speakstream.engine.windowed import NARROW_SLOWDOWN
 from speakstream.errors import InvalidInput, UnknownVoice
 from speakstream.types import SAMPLE_RATE
 
@@ -222,7 +223,7 @@ def test_a_reply_opening_on_a_shared_decoder_is_sized_at_the_shared_speed(kokoro
     try:
         model.device_frame_s = model.lone_frame_cost_s = 0.0103  # alone: 26 frames (as above)
         model.shared_frame_cost_s = None
-        assert model.shared_frame_s == pytest.approx(0.0103 * 1.5)  # guessed until one is measured
+        assert model.shared_frame_s == pytest.approx(0.0103 * NARROW_SLOWDOWN)  # guessed until one is measured
         model.lanes.in_flight = lambda: 2  # the scheduler is starting another reply's window
         first = next(iter(kokoro.stream(text, voice="af_heart")))
         frames = model.policy.first_frames

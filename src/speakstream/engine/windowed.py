@@ -36,10 +36,10 @@ from speakstream.types import SAMPLE_RATE, AudioPiece, SynthesisTimings, WordTim
 FRAME_COST_GUESS_S = 0.009
 """Decoder seconds per frame before any is measured (2 CPU cores: about a third of real time)."""
 SPEED_WINDOW_FRAMES = 16
+"""Windows this long or longer measure the device's speed (a shorter one is mostly overhead)."""
 NARROW_SLOWDOWN = 1.5
 """A decoder frame on a narrow session against the wide one before any narrow window is measured:
 a 36-frame window took 656 ms on one of 2 cores and 433 ms on both (``inference``)."""
-"""Windows this long or longer measure the device's speed (a shorter one is mostly overhead)."""
 
 
 @dataclass(frozen=True, slots=True)
