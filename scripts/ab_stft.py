@@ -21,6 +21,7 @@ from profile_decoder import window_feed
 
 from speakstream.bench.spectra import logmel_distance
 from speakstream.engine.fusion import stft_as_convolution
+from speakstream.engine.graph import front_feed
 from speakstream.engine.kokoro import EngineConfig, KokoroEngine, session_options
 
 TEXTS = (
@@ -73,11 +74,7 @@ def _sound(engine: KokoroEngine) -> None:
     for text in TEXTS:
         tokens = engine.phonemizer.phonemize(text).tokens
         for voice in VOICES:
-            feed = {
-                "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
-                "style": engine.voice_bank.style(voice, len(tokens)),
-                "speed": np.array([1.0], dtype=np.float32),
-            }
+            feed = front_feed(tokens, engine.voice_bank.style(voice, len(tokens)), 1.0)
             audio = {
                 name: np.asarray(session.run(None, feed)[0], dtype=np.float32).ravel()
                 for name, session in (("export", export), ("fast", fast), ("fast, STFT a convolution", rewritten))

@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from speakstream.engine.assets import GRAPHS
 from speakstream.engine.decoding import FRAME_SAMPLES
-from speakstream.engine.graph import Index, prune
+from speakstream.engine.graph import Index, front_feed, prune
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.phonemes import windows
 
@@ -77,11 +77,7 @@ def outputs(kokoro: KokoroEngine) -> dict[str, list[Any]]:
     import onnxruntime as ort
 
     part = windows(kokoro.phonemizer.phonemize("Thanks for waiting, I found your booking."))[0]
-    feed = {
-        "tokens": np.array([[0, *part.tokens, 0]], dtype=np.int64),
-        "style": kokoro.voice_bank.style("af_heart", len(part.tokens)),
-        "speed": np.array([1.0], dtype=np.float32),
-    }
+    feed = front_feed(part.tokens, kokoro.voice_bank.style("af_heart", len(part.tokens)), 1.0)
     runs = {}
     for graph in GRAPHS:
         session = ort.InferenceSession(str(kokoro.assets.graph(graph)), providers=["CPUExecutionProvider"])

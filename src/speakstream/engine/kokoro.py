@@ -17,6 +17,7 @@ from speakstream.engine.assets import Assets, locate
 from speakstream.engine.audio_edges import EdgePolicy, trim_edges
 from speakstream.engine.base import Ahead, CancelToken, VoiceBankEngine, WorkClock
 from speakstream.engine.decoding import WINDOW_PAUSE_S, WindowPolicy, word_times
+from speakstream.engine.graph import front_feed
 from speakstream.engine.languages import Language, parse_language
 from speakstream.engine.normalize import normalize
 from speakstream.engine.phonemes import Phonemized, Phonemizer, windows
@@ -248,11 +249,7 @@ class KokoroEngine(VoiceBankEngine):
     def _infer(
         self, tokens: tuple[int, ...], voice: str, speed: float, cancel: CancelToken | None = None
     ) -> tuple[NDArray[np.float32], Any]:
-        feed = {
-            "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
-            "style": self.voice_bank.style(voice, len(tokens)),
-            "speed": np.array([speed], dtype=np.float32),
-        }
+        feed = front_feed(tokens, self.voice_bank.style(voice, len(tokens)), speed)
         outputs, _ = inference.run(self.session, None, feed, cancel)
         audio = np.asarray(outputs[0], dtype=np.float32).ravel()
         durations = np.asarray(outputs[1]).ravel() if self._has_durations else None
