@@ -237,7 +237,6 @@ def test_a_reply_opening_on_a_shared_decoder_is_sized_at_the_shared_speed(kokoro
         assert model.opening_frames(model.policy) == frames
         assert model.opening_frames(dataclasses.replace(model.policy, shared_opening=False)) == 26  # as alone
         model.lanes.in_flight = None
-        model.shared_frame_cost_s = 0.05
         assert model.opening_frames(model.policy) == 26  # alone again: the lone speed sizes it
     finally:
         model.device_frame_s, model.lone_frame_cost_s, model.shared_frame_cost_s, model.lanes.in_flight = saved
