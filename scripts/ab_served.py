@@ -3,6 +3,7 @@ in-process server.
 
     python scripts/ab_served.py --switch in-flight --trials 8
     python scripts/ab_served.py --switch shared-opening --trials 6
+    python scripts/ab_served.py --switch pairs --trials 6
 
 Switches:
 
@@ -12,10 +13,13 @@ Switches:
   2 cores until the first ends.
 - ``shared-opening``: a reply that opens while others share the decoder sized at the shared speed
   (``WindowPolicy.shared_opening``), or at the lone speed, as when alone.
+- ``pairs``: a lone reply's long windows decoded as two halves at once on the two narrow lanes
+  (``WindowPolicy.split_frames``), or each on the wide session.
 
 Each trial runs every case (sessions at once, or 0.9 s apart), each session speaking the
-four-sentence bench reply, in both settings (their order alternating). Prints p95 first audio,
-audio seconds per wall second and the stalls a real-time player heard.
+four-sentence bench reply (or, in a case named "40 words", the streaming experiment's 40-word
+sentence with ``chunking: none``), in both settings (their order alternating). Prints p95 first
+audio, audio seconds per wall second and the stalls a real-time player heard.
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ import argparse
 import asyncio
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from speakstream.bench.context import BenchContext
 from speakstream.bench.experiments.concurrency import STAGGER_S, one_level
+from speakstream.bench.experiments.streaming import FORTY_WORDS
 from speakstream.config import ServerConfig
 from speakstream.data import bench_text
 from speakstream.engine.kokoro import KokoroEngine
@@ -46,6 +52,7 @@ CASES = {
         ("8 at once", 8, 0.0),
         ("4 staggered", 4, STAGGER_S),
     ),
+    "pairs": (("1 alone", 1, 0.0), ("40 words alone", 1, 0.0), ("2 at once", 2, 0.0), ("2 staggered", 2, STAGGER_S)),
 }
 
 
@@ -59,10 +66,23 @@ def switch(name: str, model: WindowedModel) -> Switch:
 
         return in_flight
 
+    if name == "pairs":
+        split = model.policy.split_frames
+
+        def pairs(on: bool) -> None:
+            model.policy = dataclasses.replace(model.policy, split_frames=split if on else 0)
+
+        return pairs
+
     def shared_opening(on: bool) -> None:
         model.policy = dataclasses.replace(model.policy, shared_opening=on)
 
     return shared_opening
+
+
+def _message(case: str) -> tuple[str, dict[str, Any]]:
+    """What each session of ``case`` says, and the message's options."""
+    return (FORTY_WORDS, {"chunking": "none"}) if case.startswith("40 words") else (bench_text(), {})
 
 
 async def _trials(
@@ -76,7 +96,8 @@ async def _trials(
             for name, sessions, stagger in cases:
                 for setting in settings:
                     turn(setting == "on")
-                    r = await one_level(ctx, sessions, bench_text(), stagger_s=stagger)
+                    text, options = _message(name)
+                    r = await one_level(ctx, sessions, text, stagger_s=stagger, **options)
                     found.setdefault((name, setting), []).append(
                         (r["ttfa_ms"]["p95"], r["throughput"], r["stall_ms"]["mean"])
                     )
@@ -89,6 +110,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--switch", choices=sorted(CASES), required=True)
     parser.add_argument("--trials", type=int, default=8)
+    parser.add_argument("--case", action="append", help="run only this case (repeatable; default: every one)")
     args = parser.parse_args()
     server = ThreadedServer(create_app(ServerConfig())).start()
     try:
@@ -97,7 +119,10 @@ def main() -> None:
             raise SystemExit("needs two engine lanes (a CPU with 2 cores or more, the fast graph)")
         ctx = BenchContext.in_process(server)
         turn = switch(args.switch, engine.windowed)
-        found = asyncio.run(_trials(ctx, turn, CASES[args.switch], args.trials))
+        cases = tuple(c for c in CASES[args.switch] if not args.case or c[0] in args.case)
+        if not cases:
+            raise SystemExit(f"no such case; {args.switch} has: {', '.join(c[0] for c in CASES[args.switch])}")
+        found = asyncio.run(_trials(ctx, turn, cases, args.trials))
     finally:
         server.stop()
     for (name, setting), values in sorted(found.items()):

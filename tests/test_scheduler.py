@@ -40,8 +40,15 @@ class StepEngine(FakeEngine):
         self.in_flight: list[int] = []
         """What the scheduler's count of windows in flight said at each window (``set_in_flight``)."""
 
+        self.replies: Callable[[], int] | None = None
+        self.replying: list[int] = []
+        """What the scheduler's count of replies with work said at each window (``set_replies``)."""
+
     def set_in_flight(self, count: Callable[[], int]) -> None:
         self.count = count
+
+    def set_replies(self, count: Callable[[], int]) -> None:
+        self.replies = count
 
     def stream(
         self,
@@ -64,6 +71,7 @@ class StepEngine(FakeEngine):
             self.log.append(f"{text}:{i}")
             self.ahead.append(None if ahead is None else ahead())
             self.in_flight.append(self.count() if self.count is not None else 0)
+            self.replying.append(self.replies() if self.replies is not None else 0)
             last = i == self.windows - 1
             yield AudioPiece(np.zeros(240, np.float32), i, i * 0.01, self.windows * 0.01, (), last)
 
@@ -418,6 +426,26 @@ async def test_the_engine_is_told_the_windows_in_flight_so_two_together_share_th
         assert engine.log[-1] == "b0:0" and engine.in_flight[-1] == 2
         engine.gate.set()
         await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(beside)), 10)
+    finally:
+        engine.gate.set()
+        await scheduler.stop()
+
+
+async def test_the_engine_is_told_how_many_replies_have_work_so_a_lone_one_may_take_every_lane() -> None:
+    engine = StepEngine()
+    scheduler = Scheduler(engine, max_queue=16, workers=2)
+    await scheduler.start()
+    try:
+        await asyncio.wait_for(pieces(_submit(scheduler, "a", 0)), 10)
+        assert engine.replying == [1, 1]  # alone
+        hold = scheduler.submit("holder", "h", 0, "hold", voice="af_heart", speed=1.0)
+        await asyncio.wait_for(asyncio.to_thread(engine.busy.wait, 10), 15)
+        beside = _submit(scheduler, "b", 0)
+        await asyncio.wait_for(anext(beside.stream()), 10)
+        assert engine.log[-1] == "b0:0" and engine.replying[-1] == 2  # the held reply has work too
+        engine.gate.set()
+        await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(beside)), 10)
+        assert scheduler._replies() == 0  # done: nothing queued
     finally:
         engine.gate.set()
         await scheduler.stop()

@@ -175,11 +175,18 @@ class Scheduler:
         self._reserved_by: dict[str, int] = {}
         if (set_in_flight := getattr(engine, "set_in_flight", None)) is not None:
             set_in_flight(self._in_flight)  # windows dispatched together share the cores from the start
+        if (set_replies := getattr(engine, "set_replies", None)) is not None:
+            set_replies(self._replies)  # a lone reply may take every lane (``WindowPolicy.split_frames``)
 
     def _in_flight(self) -> int:
         """Windows the workers run now or are about to (paused ones not: they wait for the first
         window running in their place). Read from the worker threads, as each inference starts."""
         return len(self._busy) + len(self._urgent) - len(self._paused)
+
+    def _replies(self) -> int:
+        """Sessions with chunks queued or in synthesis. Read from the worker threads: a snapshot of
+        the queues (taken whole, under the GIL), so the event loop may change them meanwhile."""
+        return sum(1 for queue in list(self._queues.values()) if queue)
 
     @property
     def queued(self) -> int:

@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from speakstream.engine.decoding import FRAME_SAMPLES, ListenerBudget, WindowPolicy, decode_windows, sine_phase
+from speakstream.engine.decoding import (
+    FRAME_SAMPLES,
+    ListenerBudget,
+    Pairs,
+    Span,
+    WindowPolicy,
+    decode_windows,
+    sine_phase,
+)
 from speakstream.types import SAMPLE_RATE
 
 HARMONICS = np.arange(1.0, 10.0)
@@ -24,7 +32,11 @@ def _run(
     opening: bool = True,
     budgets: list[float] | None = None,
     boundaries: list[int] | None = None,
+    paired: bool | None = None,
+    pairs_made: list[tuple[Span, Span]] | None = None,
 ) -> list[NDArray[np.float32]]:
+    """``paired``: a long window's halves decoded by ``Pairs`` (None: no pairs), which records
+    each pair's spans in ``pairs_made``."""
     f0 = np.linspace(100.0, 220.0, 2 * frames, dtype=np.float32).reshape(1, -1)
 
     def decode(start: int, stop: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -32,6 +44,11 @@ def _run(
         np.testing.assert_allclose(phase, sine_phase(f0, 2 * start, HARMONICS, 24_000.0))
         positions = np.arange(start * FRAME_SAMPLES, stop * FRAME_SAMPLES, dtype=np.float64)
         return (0.5 * np.sin(positions / 37.0)).astype(np.float32)
+
+    def decode_pair(first: Span, second: Span) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+        if pairs_made is not None:
+            pairs_made.append((first, second))
+        return decode(*first), decode(*second)
 
     given = iter(budgets or [])
     pieces = decode_windows(
@@ -46,6 +63,7 @@ def _run(
         opening=opening,
         budget=(lambda: next(given, None)) if budgets is not None else None,
         boundaries=boundaries or (),
+        pairs=None if paired is None else Pairs(decode_pair, lambda: paired),
     )
     return [samples for samples, _ in pieces]
 
@@ -60,6 +78,7 @@ def _run(
     crossfade=st.integers(0, 200),
     opening=st.booleans(),
     budgets=st.none() | st.lists(st.floats(0.0, 500.0), max_size=30),
+    paired=st.none() | st.booleans(),
     data=st.data(),
 )
 def test_any_window_plan_gives_the_whole_decode(
@@ -71,6 +90,7 @@ def test_any_window_plan_gives_the_whole_decode(
     crossfade: int,
     opening: bool,
     budgets: list[float] | None,
+    paired: bool | None,
     data: st.DataObject,
 ) -> None:
     head = data.draw(st.integers(0, frames * FRAME_SAMPLES - 1))
@@ -85,13 +105,42 @@ def test_any_window_plan_gives_the_whole_decode(
         min_frames=data.draw(st.integers(1, 60)),
         lead_context_frames=context,
         crossfade_samples=crossfade,
+        split_frames=data.draw(st.integers(0, 120)),
+        split_reach_frames=data.draw(st.integers(0, 20)),
     )
     boundaries = sorted(set(data.draw(st.lists(st.integers(0, frames), max_size=20))))
-    windowed = _run(frames, head, end, policy, opening, budgets, boundaries)
+    windowed = _run(frames, head, end, policy, opening, budgets, boundaries, paired)
     whole = _run(frames, head, end, WindowPolicy.whole())
     assert len(whole) == 1
     assert sum(len(p) for p in windowed) == end - head  # the window lengths sum to the whole
     np.testing.assert_allclose(np.concatenate(windowed), whole[0], atol=1e-5)
+
+
+def test_a_long_window_is_split_at_the_word_gap_nearest_its_middle() -> None:
+    policy = WindowPolicy(split_frames=96, split_reach_frames=8, first_frames=16)
+    assert policy.halves(0, 95, [40]) == ((0, 95),)  # short: one inference
+    assert policy.halves(0, 160, [60, 75, 90]) == ((0, 75), (75, 160))  # the gap nearest 80
+    assert policy.halves(0, 160, [60, 95]) == ((0, 80), (80, 160))  # none within 8 frames: the middle
+    assert WindowPolicy(split_frames=0).halves(0, 300, []) == ((0, 300),)  # never
+    close = WindowPolicy(split_frames=8, split_reach_frames=20, first_frames=4)
+    assert close.halves(0, 32, [0, 2, 30]) == ((0, 16), (16, 32))  # no half shorter than 4 frames
+    assert WindowPolicy.whole().halves(0, 1000, []) == ((0, 1000),)  # whole decoding stays whole
+
+
+def test_windows_decoded_in_pairs_may_be_twice_the_largest_and_each_half_is_decoded_at_once() -> None:
+    policy = WindowPolicy(first_frames=16, growth=2.5, max_frames=160, later_first_frames=160, split_frames=96)
+    made: list[tuple[Span, Span]] = []
+    pieces = _run(900, 0, 900 * FRAME_SAMPLES, policy, paired=True, pairs_made=made)
+    sizes = [round(len(p) / FRAME_SAMPLES) for p in pieces]
+    assert sizes[:4] == [16, 40, 100, 250] and max(sizes) == 320  # up to 2 x 160
+    halves = [(a[1] - a[0], b[1] - b[0]) for a, b in made]
+    assert len(made) == sum(1 for size in sizes if size >= 96)  # every long window, as two halves
+    assert all(max(h) <= 160 + 2 * policy.context_frames for h in halves)  # each half no longer than a window
+    made.clear()
+    unpaired = _run(900, 0, 900 * FRAME_SAMPLES, policy, paired=False, pairs_made=made)
+    without = _run(900, 0, 900 * FRAME_SAMPLES, policy)
+    assert [len(p) for p in unpaired] == [len(p) for p in without]  # no pair to be had now: as without pairs
+    assert made == [] and max(len(p) for p in without) == 160 * FRAME_SAMPLES
 
 
 def test_the_plan_tiles_the_frames_and_grows() -> None:

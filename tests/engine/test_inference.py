@@ -1,12 +1,14 @@
-"""Lanes: an inference alone runs on every core; one that starts beside it, on a share of them."""
+"""Lanes: an inference alone runs on every core; one that starts beside it, on a share of them; a
+long window's two halves alone run at once, on two shares."""
 
 import threading
 from typing import Any
 
 import pytest
 
-from speakstream.engine.base import CancelToken
-from speakstream.engine.inference import Lanes, run
+from speakstream.engine.base import CancelToken, SynthesisCancelled
+from speakstream.engine.inference import Lanes, run, run_pair
+from speakstream.errors import EngineError
 
 
 class Session:
@@ -95,6 +97,115 @@ def test_run_takes_a_lane_per_inference_and_a_waiting_one_holds_none() -> None:
     paused.join(10)
     assert [r[0] for r in results] == ["wide", "wide"]  # the paused one ran after, alone: on every core
     assert lanes.running == 0 and narrow.runs == 1
+
+
+def test_a_pair_takes_two_narrow_lanes_only_when_nothing_else_runs_or_is_about_to() -> None:
+    lanes = Lanes()
+    decoder = lanes.part("wide", ["narrow 1", "narrow 2"])
+    with decoder.take_pair() as pair:
+        assert sorted(pair or ()) == ["narrow 1", "narrow 2"] and lanes.running == 2
+        with decoder.take() as beside:
+            assert beside == "wide"  # no narrow one free: it still runs
+    assert lanes.running == 0 and sorted(decoder.narrow) == ["narrow 1", "narrow 2"]
+    with decoder.take() as running, decoder.take_pair() as pair:
+        assert running == "wide" and pair is None  # another inference runs
+    lanes.in_flight = lambda: 2
+    with decoder.take_pair() as pair:
+        assert pair is None  # another window is about to start
+    lanes.in_flight = None
+    with lanes.part("wide", ["narrow"]).take_pair() as pair:
+        assert pair is None  # one narrow session: no pair
+    assert lanes.running == 0
+
+
+class Half(Session):
+    """A narrow session whose run meets the other half's (a barrier: both must run at once), and,
+    with ``hold``, runs until its terminate flag is set, as ONNX Runtime does."""
+
+    def __init__(self, name: str, barrier: threading.Barrier, hold: bool = False, fail: bool = False) -> None:
+        super().__init__(name)
+        self.barrier, self.hold, self.fail = barrier, hold, fail
+
+    def run(self, outputs: Any, feed: Any, options: Any) -> list[str]:
+        self.runs += 1
+        self.barrier.wait(10)
+        while self.hold and not options.terminate:
+            threading.Event().wait(0.005)
+        if options.terminate:
+            raise RuntimeError("Fail: terminate flag is set")
+        if self.fail:
+            raise RuntimeError("broken half")
+        return [f"{self.name} {feed}"]
+
+
+def test_run_pair_runs_both_halves_at_once_and_returns_them_in_order() -> None:
+    barrier = threading.Barrier(2)
+    lanes = Lanes()
+    sessions = lanes.part(Session("wide"), [Half("b", barrier), Half("a", barrier)])
+    (first, second), seconds = run_pair(sessions, None, ("one", "two"), None)
+    assert sorted([first[0], second[0]]) == ["a one", "b two"] and seconds is not None
+    assert lanes.running == 0 and len(sessions.narrow) == 2
+
+
+def test_run_pair_runs_the_halves_one_after_the_other_when_another_inference_runs() -> None:
+    lanes = Lanes()
+    wide = Session("wide")
+    sessions = lanes.part(wide, [Session("narrow 1"), Session("narrow 2")])
+    with lanes.part("front", []).take():  # the front of another reply runs
+        (first, second), seconds = run_pair(sessions, None, ("one", "two"), None)
+    assert seconds is None and first == second == ["narrow 2"]  # each beside the running front
+    assert lanes.running == 0
+
+
+def test_a_pause_stops_both_halves_and_the_pair_runs_again_once_resumed() -> None:
+    barrier = threading.Barrier(2)
+    lanes = Lanes()
+    held = [Half("b", barrier, hold=True), Half("a", barrier, hold=True)]
+    sessions = lanes.part(Session("wide"), held)
+    token = CancelToken()
+    results: list[Any] = []
+    worker = threading.Thread(target=lambda: results.append(run_pair(sessions, None, ("one", "two"), token)))
+    worker.start()
+    while token.running() is None or sum(h.runs for h in held) < 2:
+        threading.Event().wait(0.005)
+    token.pause()
+    while lanes.running:
+        threading.Event().wait(0.005)  # both halves stopped, their lanes returned
+    for half in held:
+        half.hold = False
+    token.resume()
+    worker.join(10)
+    (((first, second), _),) = results
+    assert first[0].endswith(" one") and second[0].endswith(" two") and first != second
+    assert [h.runs for h in held] == [2, 2]
+    assert lanes.running == 0 and len(sessions.narrow) == 2
+
+
+def test_a_cancel_stops_both_halves_and_a_failing_half_fails_the_pair() -> None:
+    barrier = threading.Barrier(2)
+    lanes = Lanes()
+    held = [Half("b", barrier, hold=True), Half("a", barrier, hold=True)]
+    sessions = lanes.part(Session("wide"), held)
+    token = CancelToken()
+    raised: list[BaseException] = []
+
+    def pair() -> None:
+        try:
+            run_pair(sessions, None, ("one", "two"), token)
+        except BaseException as exc:
+            raised.append(exc)
+
+    worker = threading.Thread(target=pair)
+    worker.start()
+    while sum(h.runs for h in held) < 2:
+        threading.Event().wait(0.005)
+    token.cancel()
+    worker.join(10)
+    assert isinstance(raised[0], SynthesisCancelled) and lanes.running == 0
+    broken = lanes.part(Session("wide"), [Half("b", barrier, fail=True), Half("a", barrier)])
+    with pytest.raises(EngineError, match="inference failed"):
+        run_pair(broken, None, ("one", "two"), None)
+    assert lanes.running == 0 and len(broken.narrow) == 2
 
 
 CPU, CUDA = ["CPUExecutionProvider"], ["CUDAExecutionProvider", "CPUExecutionProvider"]

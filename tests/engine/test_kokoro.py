@@ -367,3 +367,35 @@ def test_two_inferences_at_once_share_the_cores_and_say_the_same(monkeypatch: py
     for mine, theirs in zip(together, alone, strict=True):
         assert len(mine) == len(theirs)
         assert np.abs(mine - theirs).max() < 1e-3
+
+
+def test_a_long_window_alone_is_decoded_as_two_halves_at_once_and_says_the_same(
+    kokoro: KokoroEngine, asr: Recognizer
+) -> None:
+    """With two narrow lanes and nothing else running, a window of ``split_frames`` or more is
+    decoded as two halves at once (``WindowedModel.decode_pair``), and may be twice the largest
+    window; the speech is as long as without pairs and Whisper hears it right. While another
+    reply has work (the scheduler's count), none is."""
+    model = kokoro.windowed
+    assert model is not None
+    if not model.pairs_possible:
+        pytest.skip("pairs need two narrow lanes (a CPU with 2 cores or more)")
+    text = " ".join(SENTENCES[1:] * 2)  # one chunk of about 18 s: the windows grow to 2 x 160 frames
+    before = model.paired_windows
+    paired = list(kokoro.stream(text, voice="af_heart"))
+    made = model.paired_windows - before
+    saved = model.policy
+    model.replies = lambda: 2  # another reply waits for its next window: no pairs
+    try:
+        single = list(kokoro.stream(text, voice="af_heart"))
+    finally:
+        model.replies = None
+    assert model.paired_windows == before + made and made >= 1
+    sizes = [round(len(p.samples) / FRAME_SAMPLES) for p in paired]
+    longest = saved.max_frames + saved.shortest  # a seam moved forward, or a sliver left at the end absorbed
+    assert max(sizes) > longest  # two halves of up to the largest window each
+    assert max(round(len(p.samples) / FRAME_SAMPLES) for p in single) <= longest
+    assert sum(len(p.samples) for p in paired) == sum(len(p.samples) for p in single)
+    assert model.lanes.running == 0 and len(model.decoder_sessions.narrow) == 2
+    heard = asr.transcribe(np.concatenate([p.samples for p in paired]), SAMPLE_RATE).text
+    assert corpus_wer([(text, heard)]) <= 0.05

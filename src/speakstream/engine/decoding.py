@@ -35,10 +35,24 @@ WINDOW_PAUSE_S = 0.12
 
 Decode = Callable[[int, int, NDArray[np.float32]], NDArray[np.float32]]
 """decode(first frame, end frame, phase) -> the audio of frames [first, end)."""
+Span = tuple[int, int, NDArray[np.float32]]
+"""(first frame, end frame, phase): what ``Decode`` takes."""
+DecodePair = Callable[[Span, Span], tuple[NDArray[np.float32], NDArray[np.float32]]]
+"""decode_pair(span, span) -> both spans' audio, decoded at once when it can (``Pairs``)."""
 
 
 Budget = Callable[[], float | None]
 """Frames the decoder can make before the listener's buffer runs dry (None: not known)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pairs:
+    """How a long window's two halves are decoded at once (``WindowPolicy.split_frames``):
+    ``decode`` both spans (one after the other when it cannot run them at once), and whether it
+    can now (``ready``: two narrow lanes, nothing else running)."""
+
+    decode: DecodePair
+    ready: Callable[[], bool]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,7 +91,8 @@ class WindowPolicy:
     """Without a budget: each window is at most this many times the one before ..."""
     max_frames: int = 160
     """... and at most 4 s (about 1.3 s of compute here): first windows jump the queue, and a
-    window of another session is what they may have to wait for."""
+    window of another session is what they may have to wait for. A window decoded as two halves
+    at once (``split_frames``) may be twice as long: each half is at most this."""
     context_frames: int = 12
     """Frames decoded on each side of a window and thrown away (the convolutions' reach), at a seam
     inside a word, where a seam can break the word: a seam forced at each of 290 frames of four
@@ -97,6 +112,16 @@ class WindowPolicy:
     """... or forward by this much when there is no word boundary behind (0.1 s: within ``safety``)."""
     safety: float = 0.75
     """Share of the budget a window may use (the rest absorbs jitter and other work)."""
+    split_frames: int = 96
+    """A window this long or longer is decoded as two halves at once, on two narrow lanes, when the
+    engine has them and nothing else runs (``Pairs``, ``halves``; 0: never). Each half costs its
+    own context, but two cores running one thread each do 1.3x the work of both on one inference:
+    halves of a 160-frame window took 0.84-0.89x its time on the wide session, of 80 frames
+    0.94x, of 40 frames 1.03-1.12x. Such a window may be ``2 * max_frames`` long: two windows
+    of the longest size decoded at once."""
+    split_reach_frames: int = 8
+    """How far from a window's middle the seam between its halves may move to fall between words
+    (0.2 s: the halves stay near equal, and the pair takes as long as its longer half)."""
     sustain: float = 1.5
     """For a lone reply (``ListenerBudget``), a window its listener's buffer sizes that would cost
     more than it plays is made this many times the window whose audio lasts as long as its
@@ -115,16 +140,28 @@ class WindowPolicy:
             gap_context_frames=0,
             lead_context_frames=0,
             crossfade_samples=0,
+            split_frames=0,
         )
 
-    def size(self, index: int, previous: int, *, opening: bool, budget: float | None, first: int | None = None) -> int:
+    def size(
+        self,
+        index: int,
+        previous: int,
+        *,
+        opening: bool,
+        budget: float | None,
+        first: int | None = None,
+        longest: int | None = None,
+    ) -> int:
         """Frames of window ``index`` (``previous``: the size of the one before; ``budget``: the
         frames the decoder can make before the listener's buffer runs dry, None if not known;
-        ``first``: the opening window's size, default ``first_frames``)."""
+        ``first``: the opening window's size, default ``first_frames``; ``longest``: the largest,
+        default ``max_frames``)."""
+        longest = longest or self.max_frames
         if budget is None:
             size = None
         else:
-            size = self.max_frames if math.isinf(budget) else int(budget * self.safety) - 2 * self.context_frames
+            size = longest if math.isinf(budget) else int(budget * self.safety) - 2 * self.context_frames
         if index == 0 and (opening or (size is not None and size < self.min_frames)):
             return max(1, first or self.first_frames)  # the listener is waiting (or soon will be) for this one
         least = self.min_frames
@@ -132,7 +169,7 @@ class WindowPolicy:
             size = int(self.later_first_frames if index == 0 else previous * self.growth)
         elif index == 1 and previous < self.min_frames:
             least = self.first_frames  # what the short window before it covers (``min_frames``)
-        return max(1, min(self.max_frames, max(self.first_frames, least, size)))
+        return max(1, min(longest, max(self.first_frames, least, size)))
 
     def opening(self, frame_s: float | None, *, shared: bool = False) -> int:
         """Frames of the window that opens a reply on a decoder taking ``frame_s`` seconds a frame
@@ -198,6 +235,21 @@ class WindowPolicy:
         after = [b for b in fits if stop < b <= stop + self.snap_ahead_frames]
         return before[-1] if before else after[0] if after else stop
 
+    def halves(self, start: int, end: int, boundaries: Sequence[int]) -> tuple[tuple[int, int], ...]:
+        """Window ``[start, end)`` as two halves decoded at once (``split_frames``), their seam at the
+        word boundary nearest the middle within ``split_reach_frames`` (neither half shorter than
+        ``shortest``), else at the middle; or as itself when shorter than ``split_frames``."""
+        if not self.split_frames or end - start < max(self.split_frames, 2 * self.shortest):
+            return ((start, end),)
+        middle = (start + end) // 2
+        near = [
+            b
+            for b in boundaries
+            if abs(b - middle) <= self.split_reach_frames and start + self.shortest <= b <= end - self.shortest
+        ]
+        seam = min(near, key=lambda b: abs(b - middle)) if near else middle
+        return (start, seam), (seam, end)
+
     @property
     def opening_snap_frames(self) -> int:
         """How far the opening window's end may move forward to a word boundary (``snap_opening``):
@@ -223,17 +275,20 @@ class WindowPolicy:
         budget: Budget | None = None,
         boundaries: Sequence[int] = (),
         opening_frames: int | None = None,
+        paired: Callable[[], bool] | None = None,
     ) -> Iterator[tuple[int, int]]:
         """Windows ``[a, b)`` of frames that tile ``[start, end)``; ``budget`` is read just before
         each window is sized (never for the first window of an opening chunk: the listener waits).
         ``boundaries``: frames between words (ascending), where seams go (an opening chunk's first
         window only moves forward, see ``snap_opening``). ``opening_frames``: the first window's
-        size (see ``opening``)."""
+        size (see ``opening``). ``paired()``, read with the budget: whether a window sized now
+        would be decoded as two halves at once (then it may be ``2 * max_frames``)."""
         a, size, index = start, 0, 0
         while a < end:
             waiting = index == 0 and opening
             sized = budget() if budget and not waiting else None
-            size = self.size(index, size, opening=opening, budget=sized, first=opening_frames)
+            longest = 2 * self.max_frames if paired and self.split_frames and paired() else self.max_frames
+            size = self.size(index, size, opening=opening, budget=sized, first=opening_frames, longest=longest)
             b = self.cut(a, size, end)
             if b < end:  # the opening window is sized for the waiting listener: it only moves forward
                 b = self.snap_opening(b, end, boundaries) if waiting else self.snap(a, b, end, boundaries)
@@ -359,31 +414,52 @@ def decode_windows(
     speech_end: int = 0,
     boundaries: Sequence[int] = (),
     opening_frames: int | None = None,
+    pairs: Pairs | None = None,
 ) -> Iterator[tuple[NDArray[np.float32], bool]]:
     """The audio of samples ``[head, end)`` of an utterance of ``frames`` frames, window by window
     (with whether it is the last). ``budget`` sizes each window after the first (see ``WindowPolicy``);
     ``boundaries`` are the frames between words, where seams go when they can; ``opening_frames``:
-    the first window's size (``WindowPolicy.opening``)."""
+    the first window's size (``WindowPolicy.opening``); ``pairs``: decodes a long window's two
+    halves at once when it can (``WindowPolicy.halves``; None: every window in one piece)."""
     first, last = head // FRAME_SAMPLES, min(frames, math.ceil(end / FRAME_SAMPLES))
     stop = max(first + 1, last)
     crossfade = policy.crossfade_samples
     stitch = _Stitcher(head, end, crossfade, fade, tail, tail_threshold_db, speech_end)
+    sized_paired = [False]
+
+    def paired() -> bool:  # asked as each window is sized: the answer splits that window
+        sized_paired[0] = pairs is not None and pairs.ready()
+        return sized_paired[0]
+
     windows = policy.windows(
-        first, stop, opening=opening, budget=budget, boundaries=boundaries, opening_frames=opening_frames
+        first,
+        stop,
+        opening=opening,
+        budget=budget,
+        boundaries=boundaries,
+        opening_frames=opening_frames,
+        paired=None if pairs is None else paired,
     )
     gaps = frozenset(boundaries)
 
     def reach(seam: int) -> int:
         return policy.gap_context_frames if seam in gaps else policy.context_frames
 
+    def span(a: int, b: int, opens: bool) -> Span:
+        left = policy.lead_context_frames if opens else reach(a)
+        s, e = max(0, a - left), min(frames, b + (policy.context_frames if b == stop else reach(b)))
+        return s, e, sine_phase(f0, 2 * s, harmonics, rate)
+
     for index, (a, b) in enumerate(windows):
-        final = b == stop
-        left = policy.lead_context_frames if index == 0 else reach(a)
-        s, e = max(0, a - left), min(frames, b + (policy.context_frames if final else reach(b)))
-        audio = decode(s, e, sine_phase(f0, 2 * s, harmonics, rate))
-        lo = (a - s) * FRAME_SAMPLES - (crossfade if index else 0)
-        hi = (b - s) * FRAME_SAMPLES + (0 if final else crossfade)
-        yield stitch.add(audio[lo:hi], s * FRAME_SAMPLES + lo, final), final
+        parts = policy.halves(a, b, boundaries) if sized_paired[0] else ((a, b),)
+        spans = [span(pa, pb, index == 0 and pa == a) for pa, pb in parts]
+        audios = pairs.decode(*spans) if pairs is not None and len(spans) == 2 else (decode(*spans[0]),)
+        pieces = []
+        for (pa, pb), (s, _, _), audio in zip(parts, spans, audios, strict=True):
+            lo = (pa - s) * FRAME_SAMPLES - (crossfade if index or pa > a else 0)
+            hi = (pb - s) * FRAME_SAMPLES + (0 if pb == stop else crossfade)
+            pieces.append(stitch.add(audio[lo:hi], s * FRAME_SAMPLES + lo, pb == stop))
+        yield (pieces[0] if len(pieces) == 1 else np.concatenate(pieces)), b == stop
 
 
 def word_times(part: Phonemized, durations: Any, head: int, length: int) -> list[WordTimestamp]:

@@ -162,6 +162,12 @@ class KokoroEngine(VoiceBankEngine):
         if self.windowed is not None:
             self.windowed.lanes.in_flight = count
 
+    def set_replies(self, count: Callable[[], int]) -> None:
+        """``count``: the replies the caller has work queued or running for (the scheduler's
+        sessions): a lone reply's long windows take both narrow lanes (``WindowedModel.pairs``)."""
+        if self.windowed is not None:
+            self.windowed.replies = count
+
     def synthesize(
         self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
     ) -> AudioChunk:

@@ -8,7 +8,7 @@ yields each window's audio as soon as it is made, with the chunk's word timestam
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,8 @@ from speakstream.engine.decoding import (
     FRAME_SAMPLES,
     WINDOW_PAUSE_S,
     ListenerBudget,
+    Pairs,
+    Span,
     WindowPolicy,
     decode_windows,
     speech_span,
@@ -87,6 +89,7 @@ class WindowedModel:
             return ort.InferenceSession(str(path), part_options, providers=providers)
 
         narrow_options, count = narrow or (None, 0)
+        self.narrow_count = count
         self.lanes = inference.Lanes()
         self.front_sessions = self.lanes.part(
             load("front", options), [load("front", narrow_options) for _ in range(count)]
@@ -111,6 +114,11 @@ class WindowedModel:
         """The fewest decoder seconds per frame measured on a window of ``SPEED_WINDOW_FRAMES`` or
         more: the device's own speed (``frame_cost_s`` also carries other sessions' load), which
         sizes the window that opens a reply (``WindowPolicy.opening``)."""
+        self.paired_windows = 0
+        self.replies: Callable[[], int] | None = None
+        """The caller's count of replies with work queued or running (the scheduler's sessions):
+        pairs only while it is one, so a reply between two windows keeps its turn's lane."""
+        """Windows whose two halves were decoded at once (``decode_pair``), counted."""
 
     def stream(
         self,
@@ -192,6 +200,7 @@ class WindowedModel:
             speech_end=u.speech_end,
             boundaries=word_boundaries(u),
             opening_frames=self.opening_frames(policy),
+            pairs=self.pairs(u, cancel),
         )
 
     def opening_frames(self, policy: WindowPolicy) -> int:
@@ -232,6 +241,27 @@ class WindowedModel:
         in_flight = self.lanes.in_flight
         return not self.lanes.running and (in_flight is None or in_flight() <= 1)
 
+    @property
+    def pairs_possible(self) -> bool:
+        """This model has two narrow decoder sessions or more (not on a GPU, nor with one lane)."""
+        return self.narrow_count >= 2
+
+    def pairs(self, u: Utterance, cancel: CancelToken | None) -> Pairs | None:
+        """How ``u``'s long windows are decoded as two halves at once (None: not ``pairs_possible``)."""
+        if not self.pairs_possible:
+            return None
+
+        def decode(first: Span, second: Span) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+            return self.decode_pair(u, first, second, cancel)
+
+        return Pairs(decode, self._pair_ready)
+
+    def _pair_ready(self) -> bool:
+        """Two narrow decoder sessions are free, nothing else runs or is about to, and no other
+        reply waits for its next window."""
+        lone = self.replies is None or self.replies() <= 1
+        return lone and len(self.decoder_sessions.narrow) >= 2 and self._alone()  # both free: none lent out
+
     def front(
         self,
         part: Phonemized,
@@ -271,6 +301,19 @@ class WindowedModel:
         if end - start >= SPEED_WINDOW_FRAMES:
             self.device_frame_s = min(cost, self.device_frame_s or cost)
         return np.asarray(audio, dtype=np.float32).ravel()
+
+    def decode_pair(
+        self, u: Utterance, first: Span, second: Span, cancel: CancelToken | None
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+        """Two spans of ``u`` decoded at once on two narrow sessions when nothing else runs, else
+        one after the other (``inference.run_pair``). Neither updates the measured speeds: those
+        size windows by the speed of one inference, which a pair beats."""
+        longest = max(first[1] - first[0], second[1] - second[0])
+        expected_s = self.frame_cost_s * longest * NARROW_SLOWDOWN
+        feeds = (self.feed(u, *first), self.feed(u, *second))
+        ((one,), (two,)), seconds = inference.run_pair(self.decoder_sessions, ["audio"], feeds, cancel, expected_s)
+        self.paired_windows += seconds is not None
+        return np.asarray(one, dtype=np.float32).ravel(), np.asarray(two, dtype=np.float32).ravel()
 
     @staticmethod
     def feed(u: Utterance, start: int, end: int, phase: NDArray[np.float32]) -> dict[str, Any]:

@@ -83,3 +83,11 @@ def test_the_report_names_what_the_windowed_decode_was_heard_as() -> None:
     assert "same number of word errors in both decodes of all 2 utterances" in streaming.markdown(result)
     del result["fidelity"]["differences"]
     assert "word errors" not in streaming.markdown(result)  # a run from before they were kept
+
+
+def test_the_report_says_long_windows_are_decoded_in_pairs_only_where_they_were() -> None:
+    said = "decoded as two halves at once on two narrow lanes, each half up to 160"
+    assert "a window of 96 frames or more" in streaming.markdown(_result(split_frames=96))
+    assert said in streaming.markdown(_result(split_frames=96))
+    assert "two halves" not in streaming.markdown(_result(split_frames=0))  # a GPU, or one lane
+    assert "two halves" not in streaming.markdown(_result())  # a run from before

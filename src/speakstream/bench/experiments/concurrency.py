@@ -43,16 +43,19 @@ ROUNDS = 3
 session of every run, so the one-session value is no single reply and p95 is no single worst."""
 
 
-async def one_level(ctx: BenchContext, sessions: int, text: str, *, stagger_s: float = 0.0) -> dict[str, Any]:
-    return _pooled(sessions, [await _one_run(ctx, sessions, text, stagger_s)])
+async def one_level(
+    ctx: BenchContext, sessions: int, text: str, *, stagger_s: float = 0.0, **options: Any
+) -> dict[str, Any]:
+    """``sessions`` each speaking ``text`` (with the message ``options``), ``stagger_s`` apart."""
+    return _pooled(sessions, [await _one_run(ctx, sessions, text, stagger_s, **options)])
 
 
-async def _one_run(ctx: BenchContext, sessions: int, text: str, stagger_s: float) -> Run:
+async def _one_run(ctx: BenchContext, sessions: int, text: str, stagger_s: float, **options: Any) -> Run:
     async def speaker(i: int) -> dict[str, Any] | None:
         await asyncio.sleep(i * stagger_s)
         try:
             async with SpeechSession(ctx.ws_url) as session:
-                _, playback = await speak_timed(session, text)
+                _, playback = await speak_timed(session, text, **options)
                 return playback.to_dict()
         except SpeakstreamError:
             return None

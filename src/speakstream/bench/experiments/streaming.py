@@ -72,6 +72,7 @@ def _policy(model: WindowedModel) -> dict[str, float | None]:
         "safety": policy.safety,
         "snap_frames": policy.snap_frames,
         "snap_ahead_frames": policy.snap_ahead_frames,
+        "split_frames": policy.split_frames if model.pairs_possible else 0,
     }
 
 
@@ -167,7 +168,8 @@ def _decode(
     model: WindowedModel, u: Utterance, policy: WindowPolicy, *, served: bool = False
 ) -> tuple[list[NDArray[np.float32]], float, float]:
     """Pieces, total seconds and seconds to the first piece. ``served``: windows sized as the server
-    sizes them for one listener (the reply's playback clock and the decoder's measured speed)."""
+    sizes them for one listener (the reply's playback clock and the decoder's measured speed), a
+    long one decoded as two halves at once where the engine can."""
 
     def decode(start: int, end: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
         return model.decode(u, start, end, phase, None)
@@ -187,6 +189,7 @@ def _decode(
         budget=budget,
         boundaries=word_boundaries(u),
         opening_frames=policy.opening(model.opening_frame_s) if served else None,
+        pairs=model.pairs(u, None) if served else None,
     )
     for samples, _ in windowed:
         first = first or time.perf_counter() - started
@@ -302,6 +305,16 @@ def _opening(p: dict[str, Any]) -> str:
     )
 
 
+def _paired(p: dict[str, Any]) -> str:
+    split = p.get("split_frames")
+    if not split:
+        return ""  # a run from before pairs, or an engine without two narrow lanes
+    return (
+        f" (a window of {split} frames or more, while nothing else runs, decoded as two halves at once "
+        f"on two narrow lanes, each half up to {p['max_frames']})"
+    )
+
+
 def _snapped(p: dict[str, Any]) -> str:
     """How far the opening window's end may move forward to a word gap (runs before it: not at all)."""
     if not p.get("opening_snap_frames"):
@@ -319,7 +332,8 @@ def markdown(result: dict[str, Any]) -> str:
         "through the server, each window as large as the listener's buffer allows (its compute, context "
         f"included, within {p.get('safety', 0.75)} of the audio buffered; the largest when a listener ran dry "
         "while other sessions wait), "
-        f"up to {p['max_frames']}; used directly, the engine grows them {p.get('growth', 2.5)}x. Context: "
+        f"up to {p['max_frames']}{_paired(p)}; used directly, the engine grows them {p.get('growth', 2.5)}x. "
+        "Context: "
         f"{p.get('lead_context_frames', 16)} frames before a chunk's first window (silence), "
         f"{p.get('gap_context_frames', p['context_frames'])} around a seam between words and "
         f"{p['context_frames']} around every other side, and no window after the second sized under "
