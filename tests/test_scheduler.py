@@ -412,37 +412,20 @@ async def test_with_two_workers_first_windows_run_together_and_later_ones_wait_f
         await scheduler.stop()
 
 
-async def test_the_engine_is_told_the_windows_in_flight_so_two_together_share_the_cores() -> None:
+async def test_the_engine_is_told_the_windows_in_flight_and_the_replies_with_work() -> None:
+    """Windows in flight: two dispatched together share the cores from the start. Replies with
+    work: a lone one may take every lane for its long windows (``WindowPolicy.split_frames``)."""
     engine = StepEngine()
     scheduler = Scheduler(engine, max_queue=16, workers=2)
     await scheduler.start()
     try:
         await asyncio.wait_for(pieces(_submit(scheduler, "a", 0)), 10)
-        assert engine.in_flight == [1, 1]  # alone: every core
+        assert engine.in_flight == [1, 1] and engine.replying == [1, 1]  # alone: every core
         hold = scheduler.submit("holder", "h", 0, "hold", voice="af_heart", speed=1.0)
         await asyncio.wait_for(asyncio.to_thread(engine.busy.wait, 10), 15)
         beside = _submit(scheduler, "b", 0)  # a first window beside the held first window
         await asyncio.wait_for(anext(beside.stream()), 10)
-        assert engine.log[-1] == "b0:0" and engine.in_flight[-1] == 2
-        engine.gate.set()
-        await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(beside)), 10)
-    finally:
-        engine.gate.set()
-        await scheduler.stop()
-
-
-async def test_the_engine_is_told_how_many_replies_have_work_so_a_lone_one_may_take_every_lane() -> None:
-    engine = StepEngine()
-    scheduler = Scheduler(engine, max_queue=16, workers=2)
-    await scheduler.start()
-    try:
-        await asyncio.wait_for(pieces(_submit(scheduler, "a", 0)), 10)
-        assert engine.replying == [1, 1]  # alone
-        hold = scheduler.submit("holder", "h", 0, "hold", voice="af_heart", speed=1.0)
-        await asyncio.wait_for(asyncio.to_thread(engine.busy.wait, 10), 15)
-        beside = _submit(scheduler, "b", 0)
-        await asyncio.wait_for(anext(beside.stream()), 10)
-        assert engine.log[-1] == "b0:0" and engine.replying[-1] == 2  # the held reply has work too
+        assert engine.log[-1] == "b0:0" and engine.in_flight[-1] == 2 and engine.replying[-1] == 2
         engine.gate.set()
         await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(beside)), 10)
         assert scheduler._replies() == 0  # done: nothing queued

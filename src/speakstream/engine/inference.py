@@ -23,10 +23,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from speakstream.engine.base import CancelToken, SynthesisCancelled
 from speakstream.errors import EngineError
+
+T = TypeVar("T")
 
 
 class Lanes:
@@ -109,28 +111,14 @@ def run(
     for its turn and runs again from the start. ``expected_s``: how long it should take (what
     the scheduler weighs before pausing it). ``session``: an ONNX Runtime session, or ``Sessions``
     (the lane is chosen as each try starts, so a paused inference holds none while it waits)."""
-    import onnxruntime as ort
 
-    while True:
-        options = ort.RunOptions()
-        if cancel is not None:
-            cancel.wait_turn()
-        stoppable = (
-            contextlib.nullcontext()
-            if cancel is None
-            else cancel.interruptible(partial(setattr, options, "terminate", True), expected_s)
-        )
+    def attempt(options: Any) -> tuple[list[Any], float]:
         lane = session.take() if isinstance(session, Sessions) else contextlib.nullcontext(session)
         started = time.perf_counter()
-        try:
-            with stoppable, lane as chosen:
-                return chosen.run(outputs, feed, options), time.perf_counter() - started
-        except Exception as exc:  # onnxruntime raises its own unexported error types
-            if cancel is not None and cancel.cancelled:
-                raise SynthesisCancelled("synthesis cancelled") from exc
-            if cancel is not None and cancel.paused:
-                continue
-            raise EngineError(f"inference failed ({type(exc).__name__}; the server log has the details)") from exc
+        with lane as chosen:
+            return chosen.run(outputs, feed, options), time.perf_counter() - started
+
+    return _until_done(attempt, cancel, expected_s)
 
 
 def run_pair(
@@ -142,11 +130,29 @@ def run_pair(
 ) -> tuple[tuple[list[Any], list[Any]], float | None]:
     """Both feeds' outputs, and the seconds the two took at once (None when they could not run at
     once: then each ran as ``run`` runs it, one after the other). A cancel or pause stops both, as
-    in ``run``; a paused pair waits for its turn and runs again from the start."""
+    in ``run`` (one terminate flag for both); a paused pair waits for its turn and runs again."""
+
+    def attempt(options: Any) -> tuple[tuple[list[Any], list[Any]], float] | None:
+        started = time.perf_counter()
+        with sessions.take_pair() as pair:
+            return None if pair is None else (_both(pair, outputs, feeds, options), time.perf_counter() - started)
+
+    together = _until_done(attempt, cancel, expected_s)
+    if together is not None:
+        return together
+    first, _ = run(sessions, outputs, feeds[0], cancel, expected_s)
+    second, _ = run(sessions, outputs, feeds[1], cancel, expected_s)
+    return (first, second), None
+
+
+def _until_done(attempt: Callable[[Any], T], cancel: CancelToken | None, expected_s: float | None) -> T:
+    """``attempt(options)``, which a cancel or a pause stops through ``options``' terminate flag:
+    after a pause it waits for its turn and is tried again from the start; a cancel raises
+    ``SynthesisCancelled``, any other failure ``EngineError``."""
     import onnxruntime as ort
 
     while True:
-        options = ort.RunOptions()  # one terminate flag stops both
+        options = ort.RunOptions()
         if cancel is not None:
             cancel.wait_turn()
         stoppable = (
@@ -154,21 +160,15 @@ def run_pair(
             if cancel is None
             else cancel.interruptible(partial(setattr, options, "terminate", True), expected_s)
         )
-        started = time.perf_counter()
         try:
-            with stoppable, sessions.take_pair() as pair:
-                if pair is None:
-                    break
-                return _both(pair, outputs, feeds, options), time.perf_counter() - started
+            with stoppable:
+                return attempt(options)
         except Exception as exc:  # onnxruntime raises its own unexported error types
             if cancel is not None and cancel.cancelled:
                 raise SynthesisCancelled("synthesis cancelled") from exc
             if cancel is not None and cancel.paused:
                 continue
             raise EngineError(f"inference failed ({type(exc).__name__}; the server log has the details)") from exc
-    first, _ = run(sessions, outputs, feeds[0], cancel, expected_s)
-    second, _ = run(sessions, outputs, feeds[1], cancel, expected_s)
-    return (first, second), None
 
 
 def _both(
