@@ -12,7 +12,7 @@ so both take a narrow session and no wide one runs two threads beside a narrow o
 
 ``run_pair``: two inferences of one window's halves, at once on two narrow sessions, when nothing
 else runs (``Lanes.pair``). Two halves of a 160-frame window (each with its own context) take
-0.84x the time of the whole window on the wide session; under about 80 frames the halves' extra
+0.84-0.89x the time of the whole window on the wide session; under about 80 frames the halves' extra
 context costs what the second core gains.
 """
 
@@ -51,11 +51,15 @@ class Lanes:
     def running(self) -> int:
         return self._running
 
+    def _crowded(self) -> bool:
+        """The caller is about to start another inference beside this one (``in_flight``)."""
+        return self.in_flight is not None and self.in_flight() > 1
+
     @contextlib.contextmanager
     def lend(self, wide: Any, free: list[Any]) -> Iterator[Any]:
         """``wide`` when nothing else runs or is about to, else one of ``free`` (taken from it until
         the end)."""
-        crowded = self.in_flight is not None and self.in_flight() > 1
+        crowded = self._crowded()
         with self._lock:
             narrow = free.pop() if (self._running or crowded) and free else None
             self._running += 1
@@ -71,7 +75,7 @@ class Lanes:
     def pair(self, free: list[Any]) -> Iterator[tuple[Any, Any] | None]:
         """Two of ``free`` (taken from it until the end) when nothing else runs or is about to and
         two are free, else None."""
-        crowded = self.in_flight is not None and self.in_flight() > 1
+        crowded = self._crowded()
         with self._lock:
             lent = None if self._running or crowded or len(free) < 2 else (free.pop(), free.pop())
             self._running += 2 if lent else 0
