@@ -4,6 +4,7 @@ in-process server.
     python scripts/ab_served.py --switch in-flight --trials 8
     python scripts/ab_served.py --switch shared-opening --trials 6
     python scripts/ab_served.py --switch pairs --trials 6
+    python scripts/ab_served.py --switch opening-context --trials 6
 
 Switches:
 
@@ -15,6 +16,8 @@ Switches:
   (``WindowPolicy.shared_opening``), or at the lone speed, as when alone.
 - ``pairs``: a lone reply's long windows decoded as two halves at once on the two narrow lanes
   (``WindowPolicy.split_frames``), or each on the wide session.
+- ``opening-context``: the window that opens a reply decoded with its own short context after it
+  (``WindowPolicy.opening_context_frames``), or with its seam's.
 
 Each trial runs every case (sessions at once, or 0.9 s apart), each session speaking the
 four-sentence bench reply (or, in a case named "40 words", the streaming experiment's 40-word
@@ -52,6 +55,7 @@ CASES = {
         ("8 at once", 8, 0.0),
         ("4 staggered", 4, STAGGER_S),
     ),
+    "opening-context": (("1 alone", 1, 0.0), ("40 words alone", 1, 0.0), ("4 at once", 4, 0.0)),
     "pairs": (("1 alone", 1, 0.0), ("40 words alone", 1, 0.0), ("2 at once", 2, 0.0), ("2 staggered", 2, STAGGER_S)),
 }
 
@@ -73,6 +77,14 @@ def switch(name: str, model: WindowedModel) -> Switch:
             model.policy = dataclasses.replace(model.policy, split_frames=split if on else 0)
 
         return pairs
+
+    if name == "opening-context":
+        context = model.policy.opening_context_frames
+
+        def opening_context(on: bool) -> None:
+            model.policy = dataclasses.replace(model.policy, opening_context_frames=context if on else None)
+
+        return opening_context
 
     def shared_opening(on: bool) -> None:
         model.policy = dataclasses.replace(model.policy, shared_opening=on)

@@ -104,6 +104,7 @@ def test_any_window_plan_gives_the_whole_decode(
         gap_context_frames=data.draw(st.integers(1, 20)),
         min_frames=data.draw(st.integers(1, 60)),
         lead_context_frames=context,
+        opening_context_frames=data.draw(st.none() | st.integers(1, 20)),
         crossfade_samples=crossfade,
         split_frames=data.draw(st.integers(0, 120)),
         split_reach_frames=data.draw(st.integers(0, 20)),
@@ -189,7 +190,7 @@ def test_budgeted_windows_cost_no_more_than_the_budget() -> None:
         budget=lambda: next(given, 400.0),
     )
     assert sum(len(p) for p, _ in pieces) == 540 * FRAME_SAMPLES
-    assert spans[0] == policy.first_frames + policy.lead_context_frames + policy.context_frames
+    assert spans[0] == policy.first_frames + policy.lead_context_frames + policy.opening_context_frames
     assert all(span <= budget for span, budget in zip(spans[1:-1], budgets, strict=False))
 
 
@@ -299,7 +300,14 @@ def test_on_a_decoder_near_real_time_sustainable_windows_end_the_gaps() -> None:
 
 
 def test_a_seam_between_words_is_decoded_with_less_context_than_one_inside_a_word() -> None:
-    policy = WindowPolicy(first_frames=20, min_frames=32, max_frames=160, context_frames=12, gap_context_frames=8)
+    policy = WindowPolicy(
+        first_frames=20,
+        min_frames=32,
+        max_frames=160,
+        context_frames=12,
+        gap_context_frames=8,
+        opening_context_frames=None,
+    )
     spans: list[tuple[int, int]] = []
     f0 = np.full((1, 2 * 300), 120.0, dtype=np.float32)
 
@@ -321,6 +329,39 @@ def test_a_seam_between_words_is_decoded_with_less_context_than_one_inside_a_wor
     assert sum(len(p) for p, _ in pieces) == 250 * FRAME_SAMPLES
     # windows (0, 20) (20, 55) (55, 180) (180, 250): the seams at 20 and 180 fall inside words, 55 between
     assert spans == [(0, 32), (8, 63), (47, 192), (168, 262)]
+
+
+def test_the_window_that_opens_a_reply_takes_its_own_context_after_it() -> None:
+    policy = WindowPolicy(
+        first_frames=20, min_frames=32, context_frames=12, gap_context_frames=8, opening_context_frames=4
+    )
+    f0 = np.full((1, 2 * 300), 120.0, dtype=np.float32)
+
+    def spans(opening: bool) -> list[tuple[int, int]]:
+        made: list[tuple[int, int]] = []
+
+        def decode(start: int, stop: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
+            made.append((start, stop))
+            return np.zeros((stop - start) * FRAME_SAMPLES, np.float32)
+
+        pieces = decode_windows(
+            decode,
+            f0,
+            300,
+            head=0,
+            end=250 * FRAME_SAMPLES,
+            harmonics=HARMONICS,
+            rate=24_000.0,
+            policy=policy,
+            opening=opening,
+        )
+        assert sum(len(p) for p, _ in pieces) == 250 * FRAME_SAMPLES
+        return made
+
+    # the opening window (0, 20) ends 4 frames on, not 12; the next one starts with the seam's own 12
+    assert spans(opening=True)[:2] == [(0, 24), (8, 82)]  # (20, 70) from 8 to 82
+    # a later chunk's first window is no opening: its seam takes the seam's context
+    assert spans(opening=False)[0] == (0, 172)
 
 
 def test_the_carried_phase_is_the_running_sum_of_the_pitch() -> None:
@@ -354,8 +395,11 @@ def test_later_seams_move_back_between_words() -> None:
 def test_the_opening_seam_moves_forward_to_a_word_gap_within_the_context_it_saves() -> None:
     """A seam between words takes 8 frames of context, not 12: the opening window may end up to 4
     frames later at a word gap for no more compute, never earlier (its audio covers the next
-    window's compute), and the window after it starts with 8 frames of context."""
-    policy = WindowPolicy(first_frames=20, min_frames=32, context_frames=12, gap_context_frames=8)
+    window's compute), and the window after it starts with 8 frames of context (the opening
+    window with its seam's context after it: ``opening_context_frames`` None)."""
+    policy = WindowPolicy(
+        first_frames=20, min_frames=32, context_frames=12, gap_context_frames=8, opening_context_frames=None
+    )
     assert next(policy.windows(0, 100, boundaries=[21, 24])) == (0, 21)  # the first gap at or after 20
     assert next(policy.windows(0, 100, boundaries=[20])) == (0, 20)
     assert next(policy.windows(0, 100, boundaries=[24])) == (0, 24)

@@ -103,6 +103,12 @@ class WindowPolicy:
     between words (most of them, see ``snap``) cost a third less decoded twice."""
     lead_context_frames: int = 4
     """Context before the first window of a chunk, whose left side is the silence before speech."""
+    opening_context_frames: int | None = 4
+    """Context after the window that opens a reply, in place of its seam's (None: the seam's). The
+    listener waits for this window, and its context is a quarter of its compute. Over the bench's
+    35 utterances (the opening 19 frames, later windows fixed), 4 frames instead of 8 or 12 gave
+    the same WER, the same log-mel distance to whole decoding within 0.25 s of the seam (4.68 dB)
+    and no larger step at it, in 0.84x the time; 2 frames: 0.05 dB further."""
     crossfade_samples: int = 96
     """Overlap of two windows, crossfaded (4 ms)."""
     snap_frames: int = 16
@@ -253,15 +259,17 @@ class WindowPolicy:
     @property
     def opening_snap_frames(self) -> int:
         """How far the opening window's end may move forward to a word boundary (``snap_opening``):
-        the context a seam between words saves, so the window costs no more compute."""
+        the context a seam between words saves, so the window after it (which starts with the
+        smaller context) costs no more compute."""
         return self.context_frames - self.gap_context_frames
 
     def snap_opening(self, stop: int, end: int, boundaries: Sequence[int]) -> int:
         """The opening window's end ``stop`` moved forward to the first word boundary within
-        ``opening_snap_frames`` of it. A seam between words takes the smaller context, so the
-        window costs no more compute for the audio it gains (the listener waits no longer), and the
-        window after it starts with the smaller context too (the next audio is ready sooner). Never
-        back: the opening window's audio is what covers the next one's compute."""
+        ``opening_snap_frames`` of it. A seam between words takes the smaller context: with the
+        seam's own context after the opening window (``opening_context_frames`` None) the window
+        costs no more compute for the audio it gains, and the window after it starts with the
+        smaller context too (the next audio is ready sooner). Never back: the opening window's
+        audio is what covers the next one's compute."""
         reach = stop + self.opening_snap_frames
         fits = [b for b in boundaries if stop <= b <= reach and end - b >= self.shortest]
         return fits[0] if fits else stop
@@ -445,14 +453,17 @@ def decode_windows(
     def reach(seam: int) -> int:
         return policy.gap_context_frames if seam in gaps else policy.context_frames
 
-    def span(a: int, b: int, opens: bool) -> Span:
+    def span(a: int, b: int, opens: bool, waiting: bool) -> Span:
         left = policy.lead_context_frames if opens else reach(a)
-        s, e = max(0, a - left), min(frames, b + (policy.context_frames if b == stop else reach(b)))
+        right = policy.context_frames if b == stop else reach(b)
+        if waiting and policy.opening_context_frames is not None:
+            right = min(right, policy.opening_context_frames)
+        s, e = max(0, a - left), min(frames, b + right)
         return s, e, sine_phase(f0, 2 * s, harmonics, rate)
 
     for index, (a, b) in enumerate(windows):
         parts = policy.halves(a, b, boundaries) if sized_paired[0] else ((a, b),)
-        spans = [span(pa, pb, index == 0 and pa == a) for pa, pb in parts]
+        spans = [span(pa, pb, index == 0 and pa == a, index == 0 and opening) for pa, pb in parts]
         audios = pairs.decode(*spans) if pairs is not None and len(spans) == 2 else (decode(*spans[0]),)
         pieces = []
         for (pa, pb), (s, _, _), audio in zip(parts, spans, audios, strict=True):

@@ -34,6 +34,13 @@ def test_the_report_says_the_opening_window_snaps_only_when_its_run_did() -> Non
     assert "when that puts it between words" not in streaming.markdown(_result())  # a run from before
 
 
+def test_the_report_gives_the_opening_window_its_own_context_only_when_its_run_did() -> None:
+    said = "4 after the window that opens a reply"
+    assert said in streaming.markdown(_result(opening_context_frames=4))
+    assert "after the window that opens" not in streaming.markdown(_result(opening_context_frames=None))
+    assert "after the window that opens" not in streaming.markdown(_result())  # a run from before
+
+
 def test_the_report_says_the_opening_on_a_shared_decoder_only_when_it_differs() -> None:
     slow = {"opening_frames": 31, "opening_frame_ms": 11.5, "opening_safety": 0.8}
     said = "; 20 while other replies share the decoder"

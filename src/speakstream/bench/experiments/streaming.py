@@ -65,6 +65,7 @@ def _policy(model: WindowedModel) -> dict[str, float | None]:
         "max_frames": policy.max_frames,
         "min_frames": policy.min_frames,
         "lead_context_frames": policy.lead_context_frames,
+        "opening_context_frames": policy.opening_context_frames,
         "context_frames": policy.context_frames,
         "gap_context_frames": policy.gap_context_frames,
         "growth": policy.growth,
@@ -315,13 +316,19 @@ def _paired(p: dict[str, Any]) -> str:
     )
 
 
+def _after_opening(p: dict[str, Any]) -> str:
+    """The context after the window that opens a reply, when it has its own (runs before it: not said)."""
+    frames = p.get("opening_context_frames")
+    return "" if frames is None else f"{frames} after the window that opens a reply (the listener waits for it), "
+
+
 def _snapped(p: dict[str, Any]) -> str:
     """How far the opening window's end may move forward to a word gap (runs before it: not at all)."""
     if not p.get("opening_snap_frames"):
         return ""
     return (
         f" (its end moved forward by up to {p['opening_snap_frames']} frames when that puts it between "
-        "words, for no more compute: that seam takes the smaller context)"
+        "words: the window after it starts with the smaller context)"
     )
 
 
@@ -335,6 +342,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"up to {p['max_frames']}{_paired(p)}; used directly, the engine grows them {p.get('growth', 2.5)}x. "
         "Context: "
         f"{p.get('lead_context_frames', 16)} frames before a chunk's first window (silence), "
+        f"{_after_opening(p)}"
         f"{p.get('gap_context_frames', p['context_frames'])} around a seam between words and "
         f"{p['context_frames']} around every other side, and no window after the second sized under "
         f"{p.get('min_frames', 0)} frames, the last included (the decoder's instance norms need a span to "

@@ -1,0 +1,116 @@
+"""The context after a reply's opening window: what it costs in sound and in time.
+
+    python scripts/opening_context.py [--contexts seam,6,4,2] [--opening 19] [--voices 5]
+
+Over the streaming experiment's 35 utterances (the accuracy sentences and the 40-word one, five
+voices), on the same front output: whole decoding, then the windowed decoding with each context
+after the opening window (``seam``: the seam's own, 8 between words or 12 inside one), every other
+window fixed (``--opening`` frames, then the engine's growth without a budget) so that only that
+context differs. Prints Whisper's WER, the log-mel distance to whole decoding within 0.25 s of
+the opening seam and over the whole utterance, the largest sample step within 5 ms of that seam,
+and the opening window's decode time (median of 3, the settings taken in turn).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+import numpy as np
+from numpy.typing import NDArray
+
+from speakstream.bench.asr import corpus_wer, recognizer
+from speakstream.bench.experiments.accuracy import SENTENCES, VOICES
+from speakstream.bench.experiments.streaming import FORTY_WORDS, SEAM_REACH
+from speakstream.bench.spectra import logmel_distance
+from speakstream.engine.decoding import WindowPolicy, decode_windows
+from speakstream.engine.kokoro import EngineConfig, KokoroEngine
+from speakstream.engine.windowed import Utterance, WindowedModel, word_boundaries
+
+NEAR = 6_000
+"""0.25 s at 24 kHz: how near the opening seam the log-mel distance is taken."""
+RUNS = 3
+
+
+def _front(engine: KokoroEngine, model: WindowedModel, text: str, voice: str) -> Utterance:
+    part = engine.parts(text, engine.check_voice(voice).speaks)[0]
+    return model.front(part, engine.voice_bank, voice, 1.0, text, None, engine.config.edges)
+
+
+def _decode(
+    model: WindowedModel, u: Utterance, policy: WindowPolicy, opening: int | None
+) -> tuple[list[NDArray[np.float32]], float]:
+    """The pieces, and seconds to the first."""
+
+    def decode(start: int, stop: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
+        return model.decode(u, start, stop, phase, None)
+
+    windows = decode_windows(
+        decode,
+        u.f0,
+        u.frames,
+        head=u.head,
+        end=u.end,
+        harmonics=model.harmonics,
+        rate=model.rate,
+        policy=policy,
+        boundaries=word_boundaries(u),
+        opening_frames=opening,
+    )
+    started, first, pieces = time.perf_counter(), 0.0, []
+    for samples, _ in windows:
+        first = first or time.perf_counter() - started
+        pieces.append(samples)
+    return pieces, first
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--contexts", default="seam,6,4,2")
+    parser.add_argument("--opening", type=int, default=19)
+    parser.add_argument("--voices", type=int, default=len(VOICES), help="the first this many voices")
+    args = parser.parse_args()
+    contexts = [None if c == "seam" else int(c) for c in args.contexts.split(",")]
+    engine = KokoroEngine(EngineConfig())
+    model = engine.windowed
+    if model is None:
+        raise SystemExit("needs the fast graph (windowed decoding)")
+    asr = recognizer()
+    heard: dict[int | str | None, list[tuple[str, str]]] = {"whole": [], **{c: [] for c in contexts}}
+    found: dict[int | None, list[tuple[float, float, float, float]]] = {c: [] for c in contexts}
+    for voice in VOICES[: args.voices]:
+        for text in [*SENTENCES, FORTY_WORDS]:
+            u = _front(engine, model, text, voice)
+            whole = np.concatenate(_decode(model, u, WindowPolicy.whole(), None)[0])
+            heard["whole"].append((text, asr.transcribe(whole, 24_000).text))
+            times: dict[int | None, list[float]] = {c: [] for c in contexts}
+            audio: dict[int | None, list[NDArray[np.float32]]] = {}
+            for _ in range(RUNS):
+                for context in contexts:
+                    policy = dataclasses.replace(model.policy, opening_context_frames=context, split_frames=0)
+                    audio[context], first = _decode(model, u, policy, args.opening)
+                    times[context].append(first)
+            for context in contexts:
+                pieces = audio[context]
+                windowed, seam = np.concatenate(pieces), len(pieces[0])
+                lo, hi = max(0, seam - NEAR), seam + NEAR
+                step = float(np.abs(np.diff(windowed[max(0, seam - SEAM_REACH) : seam + SEAM_REACH])).max())
+                near, every = logmel_distance(whole[lo:hi], windowed[lo:hi]), logmel_distance(whole, windowed)
+                found[context].append((near, every, step, float(np.median(times[context]))))
+                heard[context].append((text, asr.transcribe(windowed, 24_000).text))
+        print(f"{voice}: {len(heard['whole'])} utterances", flush=True)
+    print(f"\n{len(heard['whole'])} utterances; whole decoding WER {corpus_wer(heard['whole']):.2%}")
+    print(
+        "after the opening | WER | log-mel near its seam, dB (mean) | whole utterance | step at it (max) | opening ms"
+    )
+    for context in contexts:
+        a = np.array(found[context])
+        print(
+            f"{'seam' if context is None else context:>17} | {corpus_wer(heard[context]):.2%} | {a[:, 0].mean():.3f} "
+            f"| {a[:, 1].mean():.3f} | {a[:, 2].max():.3f} | {1000 * np.median(a[:, 3]):.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
