@@ -15,54 +15,20 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import time
 
 import numpy as np
 from numpy.typing import NDArray
 
 from speakstream.bench.asr import corpus_wer, recognizer
 from speakstream.bench.experiments.accuracy import SENTENCES, VOICES
-from speakstream.bench.experiments.streaming import FORTY_WORDS, SEAM_REACH
+from speakstream.bench.experiments.streaming import FORTY_WORDS, SEAM_REACH, decode_timed, utterance
 from speakstream.bench.spectra import logmel_distance
-from speakstream.engine.decoding import WindowPolicy, decode_windows
+from speakstream.engine.decoding import WindowPolicy
 from speakstream.engine.kokoro import EngineConfig, KokoroEngine
-from speakstream.engine.windowed import Utterance, WindowedModel, word_boundaries
 
 NEAR = 6_000
 """0.25 s at 24 kHz: how near the opening seam the log-mel distance is taken."""
 RUNS = 3
-
-
-def _front(engine: KokoroEngine, model: WindowedModel, text: str, voice: str) -> Utterance:
-    part = engine.parts(text, engine.check_voice(voice).speaks)[0]
-    return model.front(part, engine.voice_bank, voice, 1.0, text, None, engine.config.edges)
-
-
-def _decode(
-    model: WindowedModel, u: Utterance, policy: WindowPolicy, opening: int | None
-) -> tuple[list[NDArray[np.float32]], float]:
-    """The pieces, and seconds to the first."""
-
-    def decode(start: int, stop: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
-        return model.decode(u, start, stop, phase, None)
-
-    windows = decode_windows(
-        decode,
-        u.f0,
-        u.frames,
-        head=u.head,
-        end=u.end,
-        harmonics=model.harmonics,
-        rate=model.rate,
-        policy=policy,
-        boundaries=word_boundaries(u),
-        opening_frames=opening,
-    )
-    started, first, pieces = time.perf_counter(), 0.0, []
-    for samples, _ in windows:
-        first = first or time.perf_counter() - started
-        pieces.append(samples)
-    return pieces, first
 
 
 def main() -> None:
@@ -81,15 +47,15 @@ def main() -> None:
     found: dict[int | None, list[tuple[float, float, float, float]]] = {c: [] for c in contexts}
     for voice in VOICES[: args.voices]:
         for text in [*SENTENCES, FORTY_WORDS]:
-            u = _front(engine, model, text, voice)
-            whole = np.concatenate(_decode(model, u, WindowPolicy.whole(), None)[0])
+            u = utterance(engine, model, text, voice)
+            whole = np.concatenate(decode_timed(model, u, WindowPolicy.whole())[0])
             heard["whole"].append((text, asr.transcribe(whole, 24_000).text))
             times: dict[int | None, list[float]] = {c: [] for c in contexts}
             audio: dict[int | None, list[NDArray[np.float32]]] = {}
             for _ in range(RUNS):
                 for context in contexts:
                     policy = dataclasses.replace(model.policy, opening_context_frames=context, split_frames=0)
-                    audio[context], first = _decode(model, u, policy, args.opening)
+                    audio[context], _, first = decode_timed(model, u, policy, opening=args.opening)
                     times[context].append(first)
             for context in contexts:
                 pieces = audio[context]

@@ -308,60 +308,46 @@ def test_a_seam_between_words_is_decoded_with_less_context_than_one_inside_a_wor
         gap_context_frames=8,
         opening_context_frames=None,
     )
-    spans: list[tuple[int, int]] = []
-    f0 = np.full((1, 2 * 300), 120.0, dtype=np.float32)
+    spans = _spans(policy, 300, 250, boundaries=[55])
+    # windows (0, 20) (20, 55) (55, 180) (180, 250): the seams at 20 and 180 fall inside words, 55 between
+    assert spans == [(0, 32), (8, 63), (47, 192), (168, 262)]
+
+
+def _spans(
+    policy: WindowPolicy, frames: int, end: int, opening: bool = True, boundaries: list[int] | None = None
+) -> list[tuple[int, int]]:
+    """The frames each window is decoded over (context included) for frames ``[0, end)`` of ``frames``."""
+    made: list[tuple[int, int]] = []
+    f0 = np.full((1, 2 * frames), 120.0, dtype=np.float32)
 
     def decode(start: int, stop: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
-        spans.append((start, stop))
+        made.append((start, stop))
         return np.zeros((stop - start) * FRAME_SAMPLES, np.float32)
 
     pieces = decode_windows(
         decode,
         f0,
-        300,
+        frames,
         head=0,
-        end=250 * FRAME_SAMPLES,
+        end=end * FRAME_SAMPLES,
         harmonics=HARMONICS,
         rate=24_000.0,
         policy=policy,
-        boundaries=[55],
+        opening=opening,
+        boundaries=boundaries or (),
     )
-    assert sum(len(p) for p, _ in pieces) == 250 * FRAME_SAMPLES
-    # windows (0, 20) (20, 55) (55, 180) (180, 250): the seams at 20 and 180 fall inside words, 55 between
-    assert spans == [(0, 32), (8, 63), (47, 192), (168, 262)]
+    assert sum(len(p) for p, _ in pieces) == end * FRAME_SAMPLES
+    return made
 
 
 def test_the_window_that_opens_a_reply_takes_its_own_context_after_it() -> None:
     policy = WindowPolicy(
         first_frames=20, min_frames=32, context_frames=12, gap_context_frames=8, opening_context_frames=4
     )
-    f0 = np.full((1, 2 * 300), 120.0, dtype=np.float32)
-
-    def spans(opening: bool) -> list[tuple[int, int]]:
-        made: list[tuple[int, int]] = []
-
-        def decode(start: int, stop: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
-            made.append((start, stop))
-            return np.zeros((stop - start) * FRAME_SAMPLES, np.float32)
-
-        pieces = decode_windows(
-            decode,
-            f0,
-            300,
-            head=0,
-            end=250 * FRAME_SAMPLES,
-            harmonics=HARMONICS,
-            rate=24_000.0,
-            policy=policy,
-            opening=opening,
-        )
-        assert sum(len(p) for p, _ in pieces) == 250 * FRAME_SAMPLES
-        return made
-
     # the opening window (0, 20) ends 4 frames on, not 12; the next one starts with the seam's own 12
-    assert spans(opening=True)[:2] == [(0, 24), (8, 82)]  # (20, 70) from 8 to 82
+    assert _spans(policy, 300, 250)[:2] == [(0, 24), (8, 82)]  # (20, 70) from 8 to 82
     # a later chunk's first window is no opening: its seam takes the seam's context
-    assert spans(opening=False)[0] == (0, 172)
+    assert _spans(policy, 300, 250, opening=False)[0] == (0, 172)
 
 
 def test_the_carried_phase_is_the_running_sum_of_the_pitch() -> None:
@@ -406,18 +392,7 @@ def test_the_opening_seam_moves_forward_to_a_word_gap_within_the_context_it_save
     assert next(policy.windows(0, 100, boundaries=[25])) == (0, 20)  # would cost more than it saves
     assert next(policy.windows(0, 100, boundaries=[12, 18])) == (0, 20)  # never back
     assert next(policy.windows(0, 42, boundaries=[23])) == (0, 20)  # (23, 42) would be under 20 frames
-    spans: list[tuple[int, int]] = []
-
-    def decode(start: int, stop: int, phase: np.ndarray) -> np.ndarray:
-        spans.append((start, stop))
-        return np.zeros((stop - start) * FRAME_SAMPLES, np.float32)
-
-    f0 = np.zeros((1, 2 * 120), np.float32)
-    end = 100 * FRAME_SAMPLES
-    pieces = decode_windows(
-        decode, f0, 120, head=0, end=end, harmonics=HARMONICS, rate=24_000.0, policy=policy, boundaries=[22]
-    )
-    assert sum(len(p) for p, _ in pieces) == end
+    spans = _spans(policy, 120, 100, boundaries=[22])
     assert spans[:2] == [(0, 30), (14, 84)]  # (0, 22) with 8 after it; (22, 72) with 8 before it
 
 

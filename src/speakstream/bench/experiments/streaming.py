@@ -87,9 +87,9 @@ def _fidelity(ctx: BenchContext, engine: KokoroEngine, model: WindowedModel) -> 
     seam_image = None
     for voice in voices:
         for text in sentences:
-            u = _front(engine, model, text, voice)
-            whole, whole_s, whole_first_s = _decode(model, u, WindowPolicy.whole())
-            windowed, windowed_s, first_s = _decode(model, u, model.policy, served=True)
+            u = utterance(engine, model, text, voice)
+            whole, whole_s, whole_first_s = decode_timed(model, u, WindowPolicy.whole())
+            windowed, windowed_s, first_s = decode_timed(model, u, model.policy, served=True)
             seams = np.cumsum([len(p) for p in windowed[:-1]])
             joined_whole, joined = np.concatenate(whole), np.concatenate(windowed)
             rows.append(_compare(joined_whole, joined, seams, whole_s, windowed_s, whole_first_s, first_s))
@@ -160,17 +160,19 @@ def differences_line(fidelity: dict[str, Any]) -> str:
     )
 
 
-def _front(engine: KokoroEngine, model: WindowedModel, text: str, voice: str) -> Utterance:
+def utterance(engine: KokoroEngine, model: WindowedModel, text: str, voice: str) -> Utterance:
+    """The front's output for ``text`` (its first part) in ``voice``, at speed 1."""
     part = engine.parts(text, engine.check_voice(voice).speaks)[0]
     return model.front(part, engine.voice_bank, voice, 1.0, text, None, engine.config.edges)
 
 
-def _decode(
-    model: WindowedModel, u: Utterance, policy: WindowPolicy, *, served: bool = False
+def decode_timed(
+    model: WindowedModel, u: Utterance, policy: WindowPolicy, *, served: bool = False, opening: int | None = None
 ) -> tuple[list[NDArray[np.float32]], float, float]:
     """Pieces, total seconds and seconds to the first piece. ``served``: windows sized as the server
     sizes them for one listener (the reply's playback clock and the decoder's measured speed), a
-    long one decoded as two halves at once where the engine can."""
+    long one decoded as two halves at once where the engine can. ``opening``: the opening
+    window's frames when not served (None: the policy's ``first_frames``)."""
 
     def decode(start: int, end: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
         return model.decode(u, start, end, phase, None)
@@ -189,7 +191,7 @@ def _decode(
         policy=policy,
         budget=budget,
         boundaries=word_boundaries(u),
-        opening_frames=policy.opening(model.opening_frame_s) if served else None,
+        opening_frames=policy.opening(model.opening_frame_s) if served else opening,
         pairs=model.pairs(u, None) if served else None,
     )
     for samples, _ in windowed:
