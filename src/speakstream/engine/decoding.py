@@ -256,6 +256,11 @@ class WindowPolicy:
         seam = min(near, key=lambda b: abs(b - middle)) if near else middle
         return (start, seam), (seam, end)
 
+    def after_opening(self, seam_context: int) -> int:
+        """The context after the window that opens a reply, whose seam would take ``seam_context``."""
+        own = self.opening_context_frames
+        return seam_context if own is None else min(seam_context, own)
+
     @property
     def opening_snap_frames(self) -> int:
         """How far the opening window's end may move forward to a word boundary (``snap_opening``):
@@ -456,9 +461,7 @@ def decode_windows(
     def span(a: int, b: int, opens: bool, waiting: bool) -> Span:
         left = policy.lead_context_frames if opens else reach(a)
         right = policy.context_frames if b == stop else reach(b)
-        if waiting and policy.opening_context_frames is not None:
-            right = min(right, policy.opening_context_frames)
-        s, e = max(0, a - left), min(frames, b + right)
+        s, e = max(0, a - left), min(frames, b + (policy.after_opening(right) if waiting else right))
         return s, e, sine_phase(f0, 2 * s, harmonics, rate)
 
     for index, (a, b) in enumerate(windows):

@@ -30,11 +30,7 @@ from speakstream.engine.kokoro import KokoroEngine, session_options
 NAME = "precision"
 TITLE = "Decoder precision: mixed (partly int8) against float"
 _POLICY = WindowPolicy()
-OPENING_FRAMES = (
-    _POLICY.lead_context_frames
-    + _POLICY.first_frames
-    + (_POLICY.context_frames if _POLICY.opening_context_frames is None else _POLICY.opening_context_frames)
-)
+OPENING_FRAMES = _POLICY.lead_context_frames + _POLICY.first_frames + _POLICY.after_opening(_POLICY.context_frames)
 """A reply's opening window as the engine decodes it (16 frames, 4 of lead and 4 of context after it)."""
 DECODERS = ("float", "mixed")
 
