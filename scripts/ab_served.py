@@ -60,8 +60,16 @@ CASES = {
 }
 
 
+POLICY_SWITCHES: dict[str, tuple[str, Any]] = {
+    "shared-opening": ("shared_opening", False),
+    "pairs": ("split_frames", 0),
+    "opening-context": ("opening_context_frames", None),
+}
+"""The switches that set a ``WindowPolicy`` field: the field, and its value when off (on: the default)."""
+
+
 def switch(name: str, model: WindowedModel) -> Switch:
-    """How ``name`` is turned on and off on ``model`` (and back on at the end: both default on)."""
+    """How ``name`` is turned on and off on ``model`` (and back on at the end: every one defaults on)."""
     if name == "in-flight":
         count = model.lanes.in_flight
 
@@ -70,26 +78,13 @@ def switch(name: str, model: WindowedModel) -> Switch:
 
         return in_flight
 
-    if name == "pairs":
-        split = model.policy.split_frames
+    field, off = POLICY_SWITCHES[name]
+    default = getattr(model.policy, field)
 
-        def pairs(on: bool) -> None:
-            model.policy = dataclasses.replace(model.policy, split_frames=split if on else 0)
+    def policy_field(on: bool) -> None:
+        model.policy = dataclasses.replace(model.policy, **{field: default if on else off})
 
-        return pairs
-
-    if name == "opening-context":
-        context = model.policy.opening_context_frames
-
-        def opening_context(on: bool) -> None:
-            model.policy = dataclasses.replace(model.policy, opening_context_frames=context if on else None)
-
-        return opening_context
-
-    def shared_opening(on: bool) -> None:
-        model.policy = dataclasses.replace(model.policy, shared_opening=on)
-
-    return shared_opening
+    return policy_field
 
 
 def _message(case: str) -> tuple[str, dict[str, Any]]:

@@ -384,7 +384,7 @@ def test_a_long_window_alone_is_decoded_as_two_halves_at_once_and_says_the_same(
     before = model.paired_windows
     paired = list(kokoro.stream(text, voice="af_heart"))
     made = model.paired_windows - before
-    saved = model.policy
+    policy = model.policy
     model.replies = lambda: 2  # another reply waits for its next window: no pairs
     try:
         single = list(kokoro.stream(text, voice="af_heart"))
@@ -392,7 +392,7 @@ def test_a_long_window_alone_is_decoded_as_two_halves_at_once_and_says_the_same(
         model.replies = None
     assert model.paired_windows == before + made and made >= 1
     sizes = [round(len(p.samples) / FRAME_SAMPLES) for p in paired]
-    longest = saved.max_frames + saved.shortest  # a seam moved forward, or a sliver left at the end absorbed
+    longest = policy.max_frames + policy.shortest  # a seam moved forward, or a sliver left at the end absorbed
     assert max(sizes) > longest  # two halves of up to the largest window each
     assert max(round(len(p.samples) / FRAME_SAMPLES) for p in single) <= longest
     assert sum(len(p.samples) for p in paired) == sum(len(p.samples) for p in single)

@@ -115,10 +115,10 @@ class WindowedModel:
         more: the device's own speed (``frame_cost_s`` also carries other sessions' load), which
         sizes the window that opens a reply (``WindowPolicy.opening``)."""
         self.paired_windows = 0
+        """Windows whose two halves were decoded at once (``decode_pair``), counted."""
         self.replies: Callable[[], int] | None = None
         """The caller's count of replies with work queued or running (the scheduler's sessions):
         pairs only while it is one, so a reply between two windows keeps its turn's lane."""
-        """Windows whose two halves were decoded at once (``decode_pair``), counted."""
 
     def stream(
         self,
