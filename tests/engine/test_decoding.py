@@ -417,6 +417,16 @@ def test_a_slow_decoder_opens_a_reply_with_a_longer_window() -> None:
     assert later[0] == (0, 100)  # a later chunk is sized by its budget
 
 
+def test_an_opening_whose_start_may_be_cut_as_silence_is_longer() -> None:
+    """A chunk is decoded from before its speech can begin and its first piece cut to its speech
+    (``windowed.ONSET_REACH_S``): the opening covers the windows after it with what is left."""
+    policy = WindowPolicy(first_frames=16, min_frames=32, context_frames=12, opening_safety=0.8)
+    assert policy.opening(0.0045, silent_s=0.13) == 16  # fast enough: no longer
+    assert policy.opening(0.007, silent_s=0.13) == 20 and policy.opening(0.007) == 16
+    assert policy.covers(30, 0.0099, silent_s=0.13) and not policy.covers(29, 0.0099, silent_s=0.13)
+    assert policy.covers(25, 0.0099)  # 5.2 frames of silence more: 5 frames more
+
+
 @given(rtf=st.floats(0.02, 0.35))
 def test_a_reply_opened_as_sized_for_its_decoder_plays_without_a_gap(rtf: float) -> None:
     """On a decoder as fast as ``opening`` was told, the opening window and the short window after

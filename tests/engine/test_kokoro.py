@@ -12,7 +12,7 @@ from speakstream.engine.base import CancelToken
 from speakstream.engine.decoding import FRAME_SAMPLES
 from speakstream.engine.kokoro import EngineConfig, KokoroEngine
 from speakstream.engine.phonemes import MAX_TOKENS, windows
-from speakstream.engine.windowed import NARROW_SLOWDOWN
+from speakstream.engine.windowed import NARROW_SLOWDOWN, ONSET_REACH_S
 from speakstream.errors import InvalidInput, UnknownVoice
 from speakstream.types import SAMPLE_RATE
 
@@ -57,6 +57,42 @@ def test_edge_silence_is_trimmed(kokoro: KokoroEngine) -> None:
     assert loud[0] / SAMPLE_RATE < 0.08  # speech starts within the lead pad
     assert (len(chunk.samples) - loud[-1]) / SAMPLE_RATE < 0.4  # and the tail is a short pause
     assert abs(chunk.samples[0]) < 0.01 and abs(chunk.samples[-1]) < 0.01  # faded: no click at a join
+
+
+FIRST_SOUNDS = ["Five fish.", "Fine, thanks.", "So, what now?", "Hello there."]
+"""Words that begin with a sound Kokoro's decoder starts well before the word's frames: cut at the
+durations, Whisper heard "Bye fish", "Find thanks", "say what now" and "Below there"."""
+ONSET_VOICES = ("af_heart", "am_michael", "bf_emma")
+
+
+def _frame_db(samples: np.ndarray) -> np.ndarray:
+    """Loudness of each 10 ms, in dB under the loudest."""
+    count = len(samples) // 240
+    rms = np.sqrt(np.mean(samples[: count * 240].reshape(count, 240).astype(np.float64) ** 2, axis=1)) + 1e-12
+    return 20 * np.log10(rms / rms.max())
+
+
+def test_a_chunk_keeps_the_start_of_its_first_sound(kokoro: KokoroEngine) -> None:
+    assert kokoro.windowed is not None
+    for voice in ONSET_VOICES:
+        for text in [*FIRST_SOUNDS, "She sells sea shells."]:
+            part = windows(kokoro.phonemizer.phonemize(text))[0]
+            u = kokoro.windowed.front(part, kokoro.voice_bank, voice, 1.0, text, None, EdgePolicy())
+            whole = _frame_db(kokoro.windowed.decode(u, 0, u.frames, np.zeros((1, 1, 9), np.float32), None))
+            chunk = kokoro.synthesize(text, voice=voice)
+            start = u.head + round((u.words[0].start_s - chunk.words[0].start_s) * SAMPLE_RATE)
+            # nothing loud before the chunk's start (cut at the durations: 15 dB under the peak, median)
+            assert whole[: start // 240].max() < -30, (voice, text)
+            silence = np.flatnonzero(_frame_db(chunk.samples) > EdgePolicy().threshold_db)[0]
+            assert silence <= 4, (voice, text)  # and it starts with its speech: the lead, and a 10 ms frame
+
+
+@pytest.mark.asr
+def test_the_first_word_of_a_chunk_is_heard(kokoro: KokoroEngine, asr: Recognizer) -> None:
+    for voice in ONSET_VOICES:
+        for text in FIRST_SOUNDS:
+            heard = asr.transcribe(kokoro.synthesize(text, voice=voice).samples, SAMPLE_RATE).text
+            assert corpus_wer([(text.split()[0], heard.split()[0] if heard else "")]) == 0, (voice, heard)
 
 
 @pytest.mark.slow
@@ -188,6 +224,12 @@ def test_a_paused_window_is_run_again_and_comes_out_the_same(kokoro: KokoroEngin
     np.testing.assert_allclose(result[0], plain, atol=1e-5)
 
 
+def _an_opening(samples: int, frames: int, later: int) -> bool:
+    """Whether a first piece of ``samples`` came from an opening window of ``frames``: its end
+    moved to a word gap up to ``later`` frames on, its start cut to its speech (``ONSET_REACH_S``)."""
+    return (frames - 1) * FRAME_SAMPLES - ONSET_REACH_S * SAMPLE_RATE < samples <= (frames + later) * FRAME_SAMPLES
+
+
 def test_the_window_opening_a_reply_is_sized_for_the_measured_decoder(kokoro: KokoroEngine) -> None:
     """The decoder's recent speed alone, never under the fastest it has been, sizes the opening
     window (``WindowPolicy.opening``): longer on a slow device, so the next windows are made in time."""
@@ -200,10 +242,10 @@ def test_the_window_opening_a_reply_is_sized_for_the_measured_decoder(kokoro: Ko
     assert model.opening_frame_s == max(measured, recent)
     later = model.policy.opening_snap_frames  # a word gap a little later (snap_opening)
     try:
-        for frame_s, frames in ((0.0005, 16), (0.0103, 26)):
+        for frame_s, frames in ((0.0005, 16), (0.0103, 31)):
             model.device_frame_s = model.lone_frame_cost_s = frame_s
             first = next(iter(kokoro.stream(text, voice="af_heart")))
-            assert (frames - 1) * FRAME_SAMPLES < len(first.samples) <= (frames + later) * FRAME_SAMPLES
+            assert _an_opening(len(first.samples), frames, later)
             assert model.device_frame_s is not None and model.device_frame_s <= frame_s  # measured again
         model.device_frame_s, model.lone_frame_cost_s = 0.005, 0.0103  # the machine slowed since its best
         assert model.opening_frame_s == 0.0103
@@ -221,23 +263,23 @@ def test_a_reply_opening_on_a_shared_decoder_is_sized_at_the_shared_speed(kokoro
     saved = model.device_frame_s, model.lone_frame_cost_s, model.shared_frame_cost_s, model.lanes.in_flight
     later = model.policy.opening_snap_frames
     try:
-        model.device_frame_s = model.lone_frame_cost_s = 0.0103  # alone: 26 frames (as above)
+        model.device_frame_s = model.lone_frame_cost_s = 0.0103  # alone: 31 frames (as above)
         model.shared_frame_cost_s = None
         assert model.shared_frame_s == pytest.approx(0.0103 * NARROW_SLOWDOWN)  # guessed until one is measured
         model.lanes.in_flight = lambda: 2  # the scheduler is starting another reply's window
         first = next(iter(kokoro.stream(text, voice="af_heart")))
         frames = model.policy.first_frames
-        assert (frames - 1) * FRAME_SAMPLES < len(first.samples) <= (frames + later) * FRAME_SAMPLES
+        assert _an_opening(len(first.samples), frames, later)
         assert model.shared_frame_cost_s is not None  # it ran on a narrow session, and was measured
         model.shared_frame_cost_s = 0.0005  # a shared decoder fast enough: no shorter than alone's
         assert model.opening_frames(model.policy) == model.policy.opening(0.0005) == frames
         model.shared_frame_cost_s = 0.0103
-        assert model.opening_frames(model.policy) == 26
+        assert model.opening_frames(model.policy) == 31
         model.shared_frame_cost_s = 0.05
         assert model.opening_frames(model.policy) == frames
-        assert model.opening_frames(dataclasses.replace(model.policy, shared_opening=False)) == 26  # as alone
+        assert model.opening_frames(dataclasses.replace(model.policy, shared_opening=False)) == 31  # as alone
         model.lanes.in_flight = None
-        assert model.opening_frames(model.policy) == 26  # alone again: the lone speed sizes it
+        assert model.opening_frames(model.policy) == 31  # alone again: the lone speed sizes it
     finally:
         model.device_frame_s, model.lone_frame_cost_s, model.shared_frame_cost_s, model.lanes.in_flight = saved
 

@@ -60,3 +60,19 @@ def trim_edges(
         out[:fade] *= ramp
         out[-fade:] *= ramp[::-1]
     return out, head
+
+
+def trim_onset(
+    samples: NDArray[np.float32], sample_rate: int, policy: EdgePolicy, latest: int
+) -> tuple[NDArray[np.float32], int]:
+    """``samples`` (a chunk's first piece, decoded from before its speech can begin) cut to
+    ``lead_s`` before their first 10 ms frame within ``threshold_db`` of their loudest, never past
+    ``latest`` samples, and faded in; and how many samples were cut."""
+    start, _ = speech_bounds(samples, sample_rate, policy.threshold_db)
+    cut = min(latest, max(0, start - int(policy.lead_s * sample_rate)))
+    if cut <= 0:
+        return samples, 0
+    out = samples[cut:].astype(np.float32, copy=True)
+    fade = min(len(out), int(policy.fade_s * sample_rate))
+    out[:fade] *= np.linspace(0.0, 1.0, fade, dtype=np.float32)
+    return out, cut

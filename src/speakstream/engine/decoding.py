@@ -177,26 +177,28 @@ class WindowPolicy:
             least = self.first_frames  # what the short window before it covers (``min_frames``)
         return max(1, min(longest, max(self.first_frames, least, size)))
 
-    def opening(self, frame_s: float | None, *, shared: bool = False) -> int:
+    def opening(self, frame_s: float | None, *, shared: bool = False, silent_s: float = 0.0) -> int:
         """Frames of the window that opens a reply on a decoder taking ``frame_s`` seconds a frame
         (None: not measured yet): the fewest from ``first_frames`` up to ``min_frames`` for which
         each of the windows after it, sized by this policy from the listener's buffer, is decoded
         within ``opening_safety`` of what is buffered when it starts (``covers``). When none does,
         a gap comes whatever the opening: alone, ``min_frames`` keeps first audio bounded; on a
         decoder ``shared`` with other replies (``frame_s``: its speed then), the shortest, since
-        the listeners waiting for first audio wait for each other's openings too."""
+        the listeners waiting for first audio wait for each other's openings too. ``silent_s``: how
+        much of the opening's audio may be silence cut before it plays (``windowed.ONSET_REACH_S``)."""
         if not frame_s:
             return self.first_frames
-        fits = (frames for frames in range(self.first_frames, self.min_frames) if self.covers(frames, frame_s))
+        frames = range(self.first_frames, self.min_frames)
+        fits = (n for n in frames if self.covers(n, frame_s, silent_s=silent_s))
         return next(fits, self.first_frames if shared else max(self.first_frames, self.min_frames))
 
-    def covers(self, opening: int, frame_s: float, windows: int = 3) -> bool:
-        """Whether a reply opened by ``opening`` frames plays without a gap through its next
-        ``windows`` windows on a decoder taking ``frame_s`` seconds a decoded frame (each with its
-        seams inside words, the most context), sized as ``size`` sizes them from the buffer (what
-        the listener has left when each starts)."""
+    def covers(self, opening: int, frame_s: float, windows: int = 3, *, silent_s: float = 0.0) -> bool:
+        """Whether a reply opened by ``opening`` frames, ``silent_s`` of them cut as silence before
+        they play, plays without a gap through its next ``windows`` windows on a decoder taking
+        ``frame_s`` seconds a decoded frame (each with its seams inside words, the most context),
+        sized as ``size`` sizes them from the buffer (what the listener has left when each starts)."""
         frame_audio_s = FRAME_SAMPLES / SAMPLE_RATE
-        buffered, previous = opening * frame_audio_s, opening
+        buffered, previous = opening * frame_audio_s - silent_s, opening
         for index in range(1, windows + 1):
             frames = self.size(index, previous, opening=True, budget=buffered / frame_s)
             cost = (frames + 2 * self.context_frames) * frame_s

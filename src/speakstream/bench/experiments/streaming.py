@@ -57,8 +57,8 @@ def _policy(model: WindowedModel) -> dict[str, float | None]:
     policy, frame_s = model.policy, model.opening_frame_s
     return {
         "first_frames": policy.first_frames,
-        "opening_frames": policy.opening(frame_s),
-        "shared_opening_frames": policy.opening(model.shared_frame_s, shared=True) if policy.shared_opening else None,
+        "opening_frames": model.opening_frames(policy, shared=False),
+        "shared_opening_frames": model.opening_frames(policy, shared=True) if policy.shared_opening else None,
         "opening_snap_frames": policy.opening_snap_frames,
         "opening_frame_ms": None if frame_s is None else round(1000 * frame_s, 2),
         "opening_safety": policy.opening_safety,
@@ -191,7 +191,7 @@ def decode_timed(
         policy=policy,
         budget=budget,
         boundaries=word_boundaries(u),
-        opening_frames=policy.opening(model.opening_frame_s) if served else opening,
+        opening_frames=model.opening_frames(policy, shared=False) if served else opening,
         pairs=model.pairs(u, None) if served else None,
     )
     for samples, _ in windowed:
