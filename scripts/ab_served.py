@@ -5,6 +5,7 @@ in-process server.
     python scripts/ab_served.py --switch shared-opening --trials 6
     python scripts/ab_served.py --switch pairs --trials 6
     python scripts/ab_served.py --switch opening-context --trials 6
+    python scripts/ab_served.py --switch onset-reach --trials 6
 
 Switches:
 
@@ -18,6 +19,8 @@ Switches:
   (``WindowPolicy.split_frames``), or each on the wide session.
 - ``opening-context``: the window that opens a reply decoded with its own short context after it
   (``WindowPolicy.opening_context_frames``), or with its seam's.
+- ``onset-reach``: a chunk decoded from ``windowed.ONSET_REACH_S`` before its first word and its
+  first piece cut to its speech, or cut at the word's frames (losing the start of its sound).
 
 Each trial runs every case (sessions at once, or 0.9 s apart), each session speaking the
 four-sentence bench reply (or, in a case named "40 words", the streaming experiment's 40-word
@@ -40,6 +43,7 @@ from speakstream.bench.experiments.concurrency import STAGGER_S, one_level
 from speakstream.bench.experiments.streaming import FORTY_WORDS
 from speakstream.config import ServerConfig
 from speakstream.data import bench_text
+from speakstream.engine import windowed
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.windowed import WindowedModel
 from speakstream.server.app import create_app
@@ -56,6 +60,7 @@ CASES = {
         ("4 staggered", 4, STAGGER_S),
     ),
     "opening-context": (("1 alone", 1, 0.0), ("40 words alone", 1, 0.0), ("4 at once", 4, 0.0)),
+    "onset-reach": (("1 alone", 1, 0.0), ("40 words alone", 1, 0.0), ("4 at once", 4, 0.0), ("8 at once", 8, 0.0)),
     "pairs": (("1 alone", 1, 0.0), ("40 words alone", 1, 0.0), ("2 at once", 2, 0.0), ("2 staggered", 2, STAGGER_S)),
 }
 
@@ -77,6 +82,13 @@ def switch(name: str, model: WindowedModel) -> Switch:
             model.lanes.in_flight = count if on else None
 
         return in_flight
+    if name == "onset-reach":
+        reach = windowed.ONSET_REACH_S
+
+        def onset_reach(on: bool) -> None:
+            windowed.ONSET_REACH_S = reach if on else 0.0  # read at each chunk's front and opening
+
+        return onset_reach
 
     field, off = POLICY_SWITCHES[name]
     default = getattr(model.policy, field)

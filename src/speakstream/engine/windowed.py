@@ -48,7 +48,7 @@ decoder starts a word's sound early: over 448 chunks (16 short texts, 28 English
 10 ms within 42 dB of the loudest came 85 ms early (median), 145 ms at the 99th percentile, 180 at
 most; Kokoro's own timestamps take 3 frames (75 ms) off the first. A chunk is decoded from this
 much (and the lead) before its first word, and its first piece is cut to its speech
-(``trim_onset``). Cut at the durations instead, 84% of chunks lost the start of their first sound,
+(``trim_onset``). Cut at the durations instead, 83% of chunks lost the start of their first sound,
 louder than 30 dB under the peak: Whisper heard "Sure, here is..." as "Here is..."."""
 
 
