@@ -81,10 +81,10 @@ def test_a_chunk_keeps_the_start_of_its_first_sound(kokoro: KokoroEngine) -> Non
             whole = _frame_db(kokoro.windowed.decode(u, 0, u.frames, np.zeros((1, 1, 9), np.float32), None))
             chunk = kokoro.synthesize(text, voice=voice)
             start = u.head + round((u.words[0].start_s - chunk.words[0].start_s) * SAMPLE_RATE)
-            # nothing loud before the chunk's start (cut at the durations: 15 dB under the peak, median)
+            # nothing loud before the chunk's start (cut at the durations: 17 dB under the peak, median)
             assert whole[: start // 240].max() < -30, (voice, text)
             silence = np.flatnonzero(_frame_db(chunk.samples) > EdgePolicy().threshold_db)[0]
-            assert silence <= 4, (voice, text)  # and it starts with its speech: the lead, and a 10 ms frame
+            assert silence <= 4, (voice, text)  # and it starts with its speech: the 20 ms lead, and some
 
 
 @pytest.mark.asr
