@@ -15,11 +15,10 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from numpy.typing import NDArray
 
 from speakstream.bench.asr import normalize_words, recognizer
 from speakstream.engine import windowed
-from speakstream.engine.audio_edges import EdgePolicy
+from speakstream.engine.audio_edges import EdgePolicy, frame_db
 from speakstream.engine.kokoro import EngineConfig, KokoroEngine
 from speakstream.engine.phonemes import windows
 
@@ -43,14 +42,7 @@ TEXTS = [
 ]
 HEARD_VOICES = ("af_heart", "am_michael", "bf_emma", "af_bella", "am_adam", "bm_george")
 FRAME = 240
-"""10 ms at 24 kHz."""
-
-
-def _frame_db(samples: NDArray[np.float32]) -> NDArray[np.float64]:
-    count = len(samples) // FRAME
-    rms = np.sqrt(np.mean(samples[: count * FRAME].reshape(count, FRAME).astype(np.float64) ** 2, axis=1)) + 1e-12
-    db: NDArray[np.float64] = 20 * np.log10(rms / rms.max())
-    return db
+"""10 ms at 24 kHz: ``frame_db``'s frames."""
 
 
 def _head(engine: KokoroEngine, text: str, voice: str) -> tuple[float, float]:
@@ -60,11 +52,12 @@ def _head(engine: KokoroEngine, text: str, voice: str) -> tuple[float, float]:
     assert model is not None
     part = windows(engine.phonemizer.phonemize(text))[0]
     u = model.front(part, engine.voice_bank, voice, 1.0, text, None, EdgePolicy())
-    whole = _frame_db(model.decode(u, 0, u.frames, np.zeros((1, 1, len(model.harmonics)), np.float32), None))
+    decoded = model.decode(u, 0, u.frames, np.zeros((1, 1, len(model.harmonics)), np.float32), None)
+    whole = frame_db(decoded, 24_000)
     chunk = engine.synthesize(text, voice=voice)
     start = u.head + round((u.words[0].start_s - chunk.words[0].start_s) * 24_000)
     cut = float(whole[: start // FRAME].max()) if start >= FRAME else -120.0
-    silence = np.flatnonzero(_frame_db(chunk.samples) > EdgePolicy().threshold_db)[0] * FRAME / 24
+    silence = np.flatnonzero(frame_db(chunk.samples, 24_000) > EdgePolicy().threshold_db)[0] * FRAME / 24
     return cut, float(silence)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from speakstream.bench.asr import Recognizer, corpus_wer, timestamp_agreement
-from speakstream.engine.audio_edges import EdgePolicy
+from speakstream.engine.audio_edges import EdgePolicy, frame_db
 from speakstream.engine.base import CancelToken
 from speakstream.engine.decoding import FRAME_SAMPLES
 from speakstream.engine.kokoro import EngineConfig, KokoroEngine
@@ -65,25 +65,18 @@ durations, Whisper heard "Bye fish", "Find thanks", "say what now" and "Below th
 ONSET_VOICES = ("af_heart", "am_michael", "bf_emma")
 
 
-def _frame_db(samples: np.ndarray) -> np.ndarray:
-    """Loudness of each 10 ms, in dB under the loudest."""
-    count = len(samples) // 240
-    rms = np.sqrt(np.mean(samples[: count * 240].reshape(count, 240).astype(np.float64) ** 2, axis=1)) + 1e-12
-    return 20 * np.log10(rms / rms.max())
-
-
 def test_a_chunk_keeps_the_start_of_its_first_sound(kokoro: KokoroEngine) -> None:
     assert kokoro.windowed is not None
     for voice in ONSET_VOICES:
         for text in [*FIRST_SOUNDS, "She sells sea shells."]:
             part = windows(kokoro.phonemizer.phonemize(text))[0]
             u = kokoro.windowed.front(part, kokoro.voice_bank, voice, 1.0, text, None, EdgePolicy())
-            whole = _frame_db(kokoro.windowed.decode(u, 0, u.frames, np.zeros((1, 1, 9), np.float32), None))
+            whole = frame_db(kokoro.windowed.decode(u, 0, u.frames, np.zeros((1, 1, 9), np.float32), None), SAMPLE_RATE)
             chunk = kokoro.synthesize(text, voice=voice)
             start = u.head + round((u.words[0].start_s - chunk.words[0].start_s) * SAMPLE_RATE)
             # nothing loud before the chunk's start (cut at the durations: 17 dB under the peak, median)
             assert whole[: start // 240].max() < -30, (voice, text)
-            silence = np.flatnonzero(_frame_db(chunk.samples) > EdgePolicy().threshold_db)[0]
+            silence = np.flatnonzero(frame_db(chunk.samples, SAMPLE_RATE) > EdgePolicy().threshold_db)[0]
             assert silence <= 4, (voice, text)  # and it starts with its speech: the 20 ms lead, and some
 
 

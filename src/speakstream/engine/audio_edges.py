@@ -32,15 +32,23 @@ class EdgePolicy:
         return self.other_tail_s
 
 
-def speech_bounds(samples: NDArray[np.float32], sample_rate: int, threshold_db: float) -> tuple[int, int]:
-    """First and one-past-last sample of the frames that carry speech."""
+def frame_db(samples: NDArray[np.float32], sample_rate: int) -> NDArray[np.float64]:
+    """The loudness of each whole 10 ms frame of ``samples``, in dB under the loudest (none when
+    they are shorter than one)."""
     frame = max(1, sample_rate // 100)
     count = len(samples) // frame
     if count == 0:
-        return 0, len(samples)
+        return np.zeros(0)
     frames = samples[: count * frame].reshape(count, frame).astype(np.float64)
     rms = np.sqrt(np.mean(frames * frames, axis=1)) + 1e-12
-    loud = np.flatnonzero(20 * np.log10(rms / rms.max()) > threshold_db)
+    db: NDArray[np.float64] = 20 * np.log10(rms / rms.max())
+    return db
+
+
+def speech_bounds(samples: NDArray[np.float32], sample_rate: int, threshold_db: float) -> tuple[int, int]:
+    """First and one-past-last sample of the frames that carry speech."""
+    frame = max(1, sample_rate // 100)
+    loud = np.flatnonzero(frame_db(samples, sample_rate) > threshold_db)
     if loud.size == 0:
         return 0, len(samples)
     return int(loud[0] * frame), min(len(samples), int((loud[-1] + 1) * frame))
