@@ -43,6 +43,8 @@ class StepEngine(FakeEngine):
         self.replies: Callable[[], int] | None = None
         self.replying: list[int] = []
         """What the scheduler's count of replies with work said at each window (``set_replies``)."""
+        self.crowding: dict[str, bool] = {}
+        """Each chunk's ``crowded``, by its text."""
 
     def set_in_flight(self, count: Callable[[], int]) -> None:
         self.count = count
@@ -59,7 +61,9 @@ class StepEngine(FakeEngine):
         cancel: CancelToken | None = None,
         opening: bool = True,
         ahead: Ahead | None = None,
+        crowded: bool = False,
     ) -> Iterator[AudioPiece]:
+        self.crowding[text] = crowded
         if self.fail_when and self.fail_when(text):
             raise EngineError("injected failure")
         for i in range(self.windows):
@@ -126,6 +130,36 @@ async def test_sessions_take_turns_window_by_window_and_chunks_keep_their_order(
     assert engine.log == ["hold:0", "a1:0", "b1:0", "hold:1", "a1:1", "b1:1", "a2:0", "a2:1"]
     assert all([p.index for p in r] == [0, 1] and r[-1].last for r in results)
     assert scheduler.queued == 0
+
+
+async def test_openings_are_crowded_when_more_replies_wait_for_one_than_the_workers() -> None:
+    engine = StepEngine(windows=1)
+    scheduler = Scheduler(engine, workers=2, max_queue=16)
+    await scheduler.start()
+    try:
+        pair = [_submit(scheduler, s, 0) for s in "ab"]  # two at once on two workers: nobody waits
+        await asyncio.wait_for(asyncio.gather(*(pieces(j) for j in pair)), 10)
+        four = [_submit(scheduler, s, 0) for s in "cdef"]  # the first two delay the last two
+        later = [_submit(scheduler, s, 1) for s in "cdef"]
+        await asyncio.wait_for(asyncio.gather(*(pieces(j) for j in [*four, *later])), 10)
+    finally:
+        await scheduler.stop()
+    assert engine.crowding == {
+        **{f"{s}0": False for s in "ab"},
+        **{f"{s}0": True for s in "cdef"},
+        **{f"{s}1": False for s in "cdef"},  # a later chunk: its listener is already hearing
+    }
+
+
+async def test_an_opening_that_finds_the_others_speaking_is_not_crowded() -> None:
+    async with holding() as (scheduler, engine, hold):
+        engine.second_gate.clear()  # "hold" keeps the worker in its second window
+        engine.gate.set()
+        await asyncio.wait_for(anext(hold.stream()), 10)  # its listener is hearing it
+        first = _submit(scheduler, "c", 0)
+        engine.second_gate.set()
+        await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(first)), 10)
+    assert engine.crowding == {"hold": False, "c0": False}
 
 
 async def test_without_priority_first_windows_wait_their_turn() -> None:

@@ -98,6 +98,9 @@ class Job:
     preempted: bool = False
     """Paused for another reply's first window during the window it is making now (a window is
     paused at most once, so it always ends)."""
+    crowded: bool = False
+    """More replies waited for their first window than the workers when this one was queued or
+    started (``Scheduler.crowded``): its opening is made the shortest that sounds right."""
 
     @property
     def queue_wait_s(self) -> float:
@@ -177,6 +180,14 @@ class Scheduler:
             set_in_flight(self._in_flight)  # windows dispatched together share the cores from the start
         if (set_replies := getattr(engine, "set_replies", None)) is not None:
             set_replies(self._replies)  # a lone reply may take every lane (``WindowPolicy.split_frames``)
+
+    def crowded(self) -> bool:
+        """More replies wait for (or are making) their first window than the workers run at once:
+        each opening's work then delays the listeners behind it (``Engine.stream``'s ``crowded``).
+        A reply is crowded when it is queued so, or starts so (one at the head of the line delays
+        the rest), or both (one behind waited for the others)."""
+        openings = sum(1 for queue in self._queues.values() for job in queue if job.first_window and not job.ended)
+        return openings > self.workers
 
     def _in_flight(self) -> int:
         """Windows the workers run now or are about to (paused ones not: they wait for the first
@@ -260,6 +271,7 @@ class Scheduler:
         if client not in self._clients:
             self._clients.append(client)
         queue.append(job)
+        job.crowded = job.first_window and self.crowded()
         self._wakeup.set()
         return job
 
@@ -398,6 +410,7 @@ class Scheduler:
         if job.started_at is None:
             job.started_at = time.perf_counter()
         first, started = job.first_window, time.perf_counter()
+        job.crowded = job.crowded or (first and self.crowded())
         try:
             piece = await asyncio.get_running_loop().run_in_executor(executor, self._step, job)
             if first:
@@ -439,7 +452,13 @@ class Scheduler:
                 opening = job.index == 0
                 ahead = None if job.clock is None else partial(self.ahead_for, job.clock)
                 job.steps = self.engine.stream(
-                    job.text, voice=job.voice, speed=job.speed, cancel=job.token, opening=opening, ahead=ahead
+                    job.text,
+                    voice=job.voice,
+                    speed=job.speed,
+                    cancel=job.token,
+                    opening=opening,
+                    ahead=ahead,
+                    crowded=job.crowded,
                 )
             return next(job.steps, None)
         except BaseException:

@@ -277,6 +277,30 @@ def test_a_reply_opening_on_a_shared_decoder_is_sized_at_the_shared_speed(kokoro
         model.device_frame_s, model.lone_frame_cost_s, model.shared_frame_cost_s, model.lanes.in_flight = saved
 
 
+def test_a_crowded_reply_opens_with_the_shortest_window_and_sounds_the_same(
+    kokoro: KokoroEngine, asr: Recognizer
+) -> None:
+    """More listeners wait for first audio than the lanes (the scheduler's ``crowded``): the
+    opening window is ``crowded_frames``, never longer than it would be, and the reply is heard
+    as well as when it is not crowded."""
+    model = kokoro.windowed
+    assert model is not None
+    policy, later = model.policy, model.policy.opening_snap_frames
+    assert model.opening_frames(policy, crowded=True) == policy.crowded_frames < policy.first_frames
+    roomy = dataclasses.replace(policy, crowded_frames=1 << 30)
+    assert model.opening_frames(roomy, crowded=True) == model.opening_frames(roomy)
+    heard: dict[bool, list[tuple[str, str]]] = {True: [], False: []}
+    for voice in ONSET_VOICES:
+        for text in [*FIRST_SOUNDS, SENTENCES[1]]:
+            for crowded in (True, False):
+                pieces = list(kokoro.stream(text, voice=voice, crowded=crowded))
+                if crowded:
+                    assert _an_opening(len(pieces[0].samples), policy.crowded_frames, later) or len(pieces) == 1
+                audio = np.concatenate([p.samples for p in pieces])
+                heard[crowded].append((text, asr.transcribe(audio, SAMPLE_RATE).text))
+    assert corpus_wer(heard[True]) <= corpus_wer(heard[False]) + 0.01, heard
+
+
 def test_a_pieces_time_is_its_own_not_its_wait_for_a_turn(
     kokoro: KokoroEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:

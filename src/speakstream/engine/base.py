@@ -145,11 +145,14 @@ class Engine(Protocol):
         cancel: CancelToken | None = None,
         opening: bool = True,
         ahead: Ahead | None = None,
+        crowded: bool = False,
     ) -> Iterator[AudioPiece]:
         """Speak ``text`` piece by piece (each ``next`` is one unit of work, e.g. a decoder window);
         the pieces joined are ``synthesize``'s audio. ``opening``: the chunk opens a reply (make
         its first piece as soon as possible); ``ahead``: seconds of the reply's audio its listener
-        has buffered, so an engine can size its work to arrive in time."""
+        has buffered, so an engine can size its work to arrive in time; ``crowded``: more
+        listeners wait for their first audio than the engine runs at once (an opening's work
+        delays the listeners behind it: make it the least that sounds right)."""
         ...
 
 
@@ -218,6 +221,7 @@ class VoiceBankEngine(ABC):
         cancel: CancelToken | None = None,
         opening: bool = True,
         ahead: Ahead | None = None,
+        crowded: bool = False,
     ) -> Iterator[AudioPiece]:
         """For an engine that makes a chunk at once: its audio, cut into growing pieces."""
         chunk = self.synthesize(text, voice=voice, speed=speed, cancel=cancel)

@@ -185,11 +185,14 @@ class KokoroEngine(VoiceBankEngine):
         cancel: CancelToken | None = None,
         opening: bool = True,
         ahead: Ahead | None = None,
+        crowded: bool = False,
     ) -> Iterator[AudioPiece]:
         """The chunk's audio piece by piece. ``opening``: the chunk opens a reply, so its first piece
         comes from one small window of the decoder. ``ahead``: seconds of the reply's audio its
-        listener has buffered, read before each window; each window is as large as that allows."""
-        return self._stream(text, voice, speed, cancel, opening=opening, ahead=ahead, policy=None)
+        listener has buffered, read before each window; each window is as large as that allows.
+        ``crowded``: more listeners wait for first audio than the engine has lanes, so the opening
+        window is the shortest that sounds right (``WindowPolicy.crowded_frames``)."""
+        return self._stream(text, voice, speed, cancel, opening=opening, ahead=ahead, policy=None, crowded=crowded)
 
     def _stream(
         self,
@@ -201,6 +204,7 @@ class KokoroEngine(VoiceBankEngine):
         opening: bool,
         ahead: Ahead | None,
         policy: WindowPolicy | None,
+        crowded: bool = False,
     ) -> Iterator[AudioPiece]:
         text, speed, info = self.checked(text, voice, speed)
         started = time.perf_counter()
@@ -213,7 +217,18 @@ class KokoroEngine(VoiceBankEngine):
             yield AudioPiece(chunk.samples, 0, 0.0, chunk.duration_s, chunk.words, True, chunk.timings)
             return
         yield from self.windowed.stream(
-            parts, self.voice_bank, voice, speed, text, cancel, phonemize_s, self.config.edges, opening, ahead, policy
+            parts,
+            self.voice_bank,
+            voice,
+            speed,
+            text,
+            cancel,
+            phonemize_s,
+            self.config.edges,
+            opening,
+            ahead,
+            policy,
+            crowded,
         )
 
     def parts(self, text: str, speaks: Language) -> list[Phonemized]:

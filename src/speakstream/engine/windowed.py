@@ -144,9 +144,11 @@ class WindowedModel:
         opening: bool = True,
         ahead: Ahead | None = None,
         policy: WindowPolicy | None = None,
+        crowded: bool = False,
     ) -> Iterator[AudioPiece]:
         """``ahead``: seconds of this reply's audio the listener has buffered now (sizes windows);
-        ``policy``: this call's windows (default: the model's)."""
+        ``policy``: this call's windows (default: the model's); ``crowded``: other listeners wait
+        for their first audio beside this one's, more than the lanes (``opening_frames``)."""
         clock = WorkClock(cancel)
         utterances = [
             self.front(part, voices, voice, speed, text if i == len(parts) - 1 else ".", cancel, edges)
@@ -157,7 +159,7 @@ class WindowedModel:
         words: tuple[WordTimestamp, ...] = ()
         for i, u in enumerate(utterances):
             for samples, final in self._windows(
-                u, cancel, edges, opening=opening and i == 0, ahead=ahead, policy=policy or self.policy
+                u, cancel, edges, opening=opening and i == 0, ahead=ahead, policy=policy or self.policy, crowded=crowded
             ):
                 if index == 0:
                     samples, cut = trim_onset(samples, SAMPLE_RATE, edges, u.onset - u.head)
@@ -188,6 +190,7 @@ class WindowedModel:
         opening: bool,
         ahead: Ahead | None,
         policy: WindowPolicy,
+        crowded: bool,
     ) -> Iterator[tuple[NDArray[np.float32], bool]]:
         def decode(start: int, end: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
             return self.decode(u, start, end, phase, cancel)
@@ -209,14 +212,18 @@ class WindowedModel:
             tail_threshold_db=edges.threshold_db,
             speech_end=u.speech_end,
             boundaries=word_boundaries(u),
-            opening_frames=self.opening_frames(policy),
+            opening_frames=self.opening_frames(policy, crowded=crowded),
             pairs=self.pairs(u, cancel),
         )
 
-    def opening_frames(self, policy: WindowPolicy, *, shared: bool | None = None) -> int:
+    def opening_frames(self, policy: WindowPolicy, *, shared: bool | None = None, crowded: bool = False) -> int:
         """The size of the window opening a reply, sized now (``WindowPolicy.opening``, its first
         ``ONSET_REACH_S`` maybe silence cut before it plays): at the lone speed while nothing else
-        runs on the decoder, else at the speed it has when shared (``shared``: say which instead)."""
+        runs on the decoder, else at the speed it has when shared (``shared``: say which instead);
+        ``crowded`` (more listeners wait for first audio than there are lanes): the shortest that
+        sounds right (``WindowPolicy.crowded_frames``), when that is shorter."""
+        if crowded:
+            return min(policy.crowded_frames, self.opening_frames(policy, shared=shared))
         if shared is None:
             shared = policy.shared_opening and not self._alone()
         if shared:

@@ -49,6 +49,14 @@ def test_the_report_says_the_opening_on_a_shared_decoder_only_when_it_differs() 
     assert "share the decoder" not in streaming.markdown(_result(**slow))  # a run from before
 
 
+def test_the_report_says_the_crowded_opening_only_when_its_run_had_one() -> None:
+    said = "10 while more replies wait for their first audio than the lanes"
+    assert f"20 ({said})" in streaming.markdown(_result(crowded_opening_frames=10))
+    slow = {"opening_frames": 31, "opening_frame_ms": 11.5, "opening_safety": 0.8}
+    assert f"; {said})" in streaming.markdown(_result(**slow, crowded_opening_frames=10))
+    assert "wait for their first audio" not in streaming.markdown(_result(**slow))  # a run from before
+
+
 def test_an_utterance_heard_with_the_same_errors_both_ways_is_not_a_difference() -> None:
     text = "Please bring your card."
     pieces = [np.zeros(20 * 600, np.float32), np.zeros(32 * 600, np.float32)]

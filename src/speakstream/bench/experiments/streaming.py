@@ -59,6 +59,7 @@ def _policy(model: WindowedModel) -> dict[str, float | None]:
         "first_frames": policy.first_frames,
         "opening_frames": model.opening_frames(policy, shared=False),
         "shared_opening_frames": model.opening_frames(policy, shared=True) if policy.shared_opening else None,
+        "crowded_opening_frames": model.opening_frames(policy, shared=True, crowded=True),
         "opening_snap_frames": policy.opening_snap_frames,
         "opening_frame_ms": None if frame_s is None else round(1000 * frame_s, 2),
         "opening_safety": policy.opening_safety,
@@ -296,14 +297,17 @@ def _opening(p: dict[str, Any]) -> str:
     """The opening window's size, why when the decoder's speed made it longer than the least, and
     its size on a decoder shared with other replies when that differs (runs before it: not said)."""
     frames, least = p.get("opening_frames", p["first_frames"]), p["first_frames"]
+    crowded = p.get("crowded_opening_frames")  # runs before it: not said
+    crowding = "" if crowded is None else f"{crowded} while more replies wait for their first audio than the lanes"
     if frames == least:
-        return str(least)
+        return f"{least} ({crowding})" if crowding else str(least)
     frame_ms = p.get("opening_frame_ms", p.get("device_frame_ms"))  # the key in earlier runs
     shared = p.get("shared_opening_frames")
     return (
         f"{frames} (at least {least}, more on a slow decoder: at {frame_ms} ms a frame here, "
         f"{frames} for each next window's compute to fit in {p['opening_safety']} of the audio buffered"
         + ("" if shared in (None, frames) else f"; {shared} while other replies share the decoder")
+        + (f"; {crowding}" if crowding else "")
         + ")"
     )
 
