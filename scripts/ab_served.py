@@ -75,7 +75,12 @@ CASES = {
         ("8 at once", 8, 0.0),
         ("4 staggered", 4, STAGGER_S),
     ),
-    "lead-context": (("1 alone", 1, 0.0), ("40 words alone", 1, 0.0), ("4 at once", 4, 0.0)),
+    "lead-context": (
+        ("1 alone", 1, 0.0),
+        ("40 words alone", 1, 0.0),
+        ("4 at once", 4, 0.0),
+        ("4 staggered", 4, STAGGER_S),
+    ),
     "pairs": (("1 alone", 1, 0.0), ("40 words alone", 1, 0.0), ("2 at once", 2, 0.0), ("2 staggered", 2, STAGGER_S)),
 }
 
