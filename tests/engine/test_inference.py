@@ -195,6 +195,49 @@ def test_a_pause_stops_both_halves_and_the_pair_runs_again_once_resumed() -> Non
     assert lanes.running == 0
 
 
+class SlowToStop(Session):
+    """Runs until its terminate flag is set, then stops only when ``stopped`` opens (a long kernel
+    on a busy core: ONNX Runtime reads the flag between kernels); its second run completes."""
+
+    def __init__(self) -> None:
+        super().__init__("slow")
+        self.stopping, self.stopped = threading.Event(), threading.Event()
+
+    def run(self, outputs: Any, feed: Any, options: Any) -> list[str]:
+        self.runs += 1
+        if self.runs > 1:
+            return [self.name]
+        while not options.terminate:
+            threading.Event().wait(0.005)
+        self.stopping.set()
+        assert self.stopped.wait(10)
+        raise RuntimeError("Fail: Exiting due to terminate flag being set to true.")
+
+
+def test_an_inference_that_stops_after_its_pause_has_ended_runs_again() -> None:
+    """The first window it paused for may end before the paused inference has stopped: it was
+    stopped all the same, so it runs again (it does not fail its reply)."""
+    token, session, ended = CancelToken(), SlowToStop(), []
+
+    def infer() -> None:
+        try:
+            ended.append(run(session, None, {}, token))
+        except BaseException as exc:
+            ended.append(exc)
+
+    worker = threading.Thread(target=infer)
+    worker.start()
+    while token.running() is None:
+        threading.Event().wait(0.005)
+    token.pause()
+    assert session.stopping.wait(10)
+    token.resume()  # the first window is done; this inference has not stopped yet
+    session.stopped.set()
+    worker.join(10)
+    ((outputs, _),) = ended
+    assert outputs == ["slow"] and session.runs == 2
+
+
 def test_a_cancel_stops_both_halves_and_a_failing_half_fails_the_pair() -> None:
     token = CancelToken()
     lanes, _, worker, ended = _held_pair(token)

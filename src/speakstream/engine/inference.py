@@ -157,12 +157,13 @@ def _until_done(attempt: Callable[[Any], T], cancel: CancelToken | None, expecte
 
     while True:
         options = ort.RunOptions()
+        stopped = threading.Event()
         if cancel is not None:
             cancel.wait_turn()
         stoppable = (
             contextlib.nullcontext()
             if cancel is None
-            else cancel.interruptible(partial(setattr, options, "terminate", True), expected_s)
+            else cancel.interruptible(partial(_stop, options, stopped), expected_s)
         )
         try:
             with stoppable:
@@ -170,9 +171,15 @@ def _until_done(attempt: Callable[[Any], T], cancel: CancelToken | None, expecte
         except Exception as exc:  # onnxruntime raises its own unexported error types
             if cancel is not None and cancel.cancelled:
                 raise SynthesisCancelled("synthesis cancelled") from exc
-            if cancel is not None and cancel.paused:
-                continue
+            if stopped.is_set():  # paused: maybe resumed already, if the inference took longer to stop
+                continue  # than the first window it made way for took to run
             raise EngineError(f"inference failed ({type(exc).__name__}; the server log has the details)") from exc
+
+
+def _stop(options: Any, stopped: threading.Event) -> None:
+    """Stop the inference running with ``options`` (ONNX Runtime's terminate flag), and say so."""
+    stopped.set()
+    options.terminate = True
 
 
 def _both(
