@@ -7,7 +7,6 @@ in-process server.
     python scripts/ab_served.py --switch opening-context --trials 6
     python scripts/ab_served.py --switch onset-reach --trials 6
     python scripts/ab_served.py --switch crowded-opening --trials 6
-    python scripts/ab_served.py --switch lead-context --trials 6
 
 Switches:
 
@@ -26,8 +25,6 @@ Switches:
 - ``crowded-opening``: a reply that opens while more replies wait for their first audio than the
   engine has lanes opened by a window of ``WindowPolicy.crowded_frames`` (the scheduler's
   ``crowded``), or by one sized as any other reply's.
-- ``lead-context``: a chunk's first window decoded with ``WindowPolicy.lead_context_frames`` of
-  context before it (1), or with the 4 it had before the onset reach put its head in silence.
 
 Each trial runs every case (sessions at once, or 0.9 s apart), each session speaking the
 four-sentence bench reply (or, in a case named "40 words", the streaming experiment's 40-word
@@ -75,12 +72,6 @@ CASES = {
         ("8 at once", 8, 0.0),
         ("4 staggered", 4, STAGGER_S),
     ),
-    "lead-context": (
-        ("1 alone", 1, 0.0),
-        ("40 words alone", 1, 0.0),
-        ("4 at once", 4, 0.0),
-        ("4 staggered", 4, STAGGER_S),
-    ),
     "pairs": (("1 alone", 1, 0.0), ("40 words alone", 1, 0.0), ("2 at once", 2, 0.0), ("2 staggered", 2, STAGGER_S)),
 }
 
@@ -90,7 +81,6 @@ POLICY_SWITCHES: dict[str, tuple[str, Any]] = {
     "pairs": ("split_frames", 0),
     "opening-context": ("opening_context_frames", None),
     "crowded-opening": ("crowded_frames", 1 << 30),
-    "lead-context": ("lead_context_frames", 4),
 }
 """The switches that set a ``WindowPolicy`` field: the field, and its value when off (on: the default)."""
 

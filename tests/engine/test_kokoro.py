@@ -277,6 +277,23 @@ def test_a_reply_opening_on_a_shared_decoder_is_sized_at_the_shared_speed(kokoro
         model.device_frame_s, model.lone_frame_cost_s, model.shared_frame_cost_s, model.lanes.in_flight = saved
 
 
+def test_the_first_word_is_heard_whatever_the_opening_window(kokoro: KokoroEngine, asr: Recognizer) -> None:
+    """The opening's size follows the decoder's measured speed (and ``crowded``): its first word
+    must be heard at each. With 1 frame of context before the window, "Sure," was heard as "So"
+    at 14, 16 and 20 frames."""
+    model = kokoro.windowed
+    assert model is not None
+    saved, text = model.policy, "Sure, here is the next part."
+    try:
+        for frames in (10, 14, 16, 20, 24):
+            model.policy = dataclasses.replace(saved, crowded_frames=frames, first_frames=min(frames, 16))
+            audio = np.concatenate([p.samples for p in kokoro.stream(text, voice="af_heart", crowded=True)])
+            heard = asr.transcribe(audio, SAMPLE_RATE).text
+            assert corpus_wer([("Sure", heard.split()[0] if heard else "")]) == 0, (frames, heard)
+    finally:
+        model.policy = saved
+
+
 def test_a_crowded_reply_opens_with_the_shortest_window_and_sounds_the_same(
     kokoro: KokoroEngine, asr: Recognizer
 ) -> None:

@@ -75,10 +75,10 @@ class WindowPolicy:
     engine has lanes (``crowded``, the scheduler's call): each opening's compute delays every
     listener behind it, and none can cover what comes after it (its next window waits for the
     other openings), so it is the shortest that sounds like the others. Over the bench's 35
-    utterances, openings of 10 and 8 frames gave a WER of 0.98% (16 frames: 1.76%; whole
-    decoding: 0.98%) and a log-mel distance to whole decoding over the first 0.5 s of 5.22 and
-    5.04 dB (16 frames: 5.03), in 0.75x and 0.72x the time of 16 (a window's end moves forward
-    to a word gap, so 8 saves little more)."""
+    utterances, a 10-frame opening gave a WER of 0.98% (16 frames: 1.76%; whole decoding: 0.98%)
+    and a log-mel distance to whole decoding over the first 0.5 s of 5.78 dB (16 frames: 5.18),
+    in 0.79x the time of 16; Whisper heard "Sure, here is the next part." at every opening from 8
+    to 32 frames."""
     shared_opening: bool = True
     """Size a reply's opening at the speed the decoder has while other replies share it, the
     shortest when that covers nothing (``opening``); False: at the lone speed, as when alone."""
@@ -110,11 +110,11 @@ class WindowPolicy:
     """... and at a seam between words, where the audio is near silence. With 8 everywhere, the
     bench's 35 utterances gave the same WER, log-mel distance and seam steps as with 12, so seams
     between words (most of them, see ``snap``) cost a third less decoded twice."""
-    lead_context_frames: int = 1
-    """Context before the first window of a chunk, whose left side is the silence before speech
-    (the window starts ``windowed.ONSET_REACH_S`` before the first word). Over the bench's 35
-    utterances, 1 frame instead of 4 gave the same WER (1.76%), a log-mel distance to whole
-    decoding over the first 0.5 s of 5.03 dB against 5.18, in 0.9x the opening's time."""
+    lead_context_frames: int = 4
+    """Context before the first window of a chunk, whose left side is the silence before speech.
+    Not 1, though the head lies ``windowed.ONSET_REACH_S`` into that silence: with 1, Whisper
+    heard "Sure, here is the next part." (af_heart) as "So, here..." at openings of 14, 16 and 20
+    frames, and with 4 as "Sure" at every opening from 8 to 32."""
     opening_context_frames: int | None = 4
     """Context after the window that opens a reply, in place of its seam's (None: the seam's). The
     listener waits for this window, and its context is a quarter of its compute. Over the bench's
