@@ -7,6 +7,7 @@ in-process server.
     python scripts/ab_served.py --switch opening-context --trials 6
     python scripts/ab_served.py --switch onset-reach --trials 6
     python scripts/ab_served.py --switch crowded-opening --trials 6
+    python scripts/ab_served.py --switch crowded-frames --trials 6
 
 Switches:
 
@@ -25,6 +26,8 @@ Switches:
 - ``crowded-opening``: a reply that opens while more replies wait for their first audio than the
   engine has lanes opened by a window of ``WindowPolicy.crowded_frames`` (the scheduler's
   ``crowded``), or by one sized as any other reply's.
+- ``crowded-frames``: that crowded opening of ``WindowPolicy.crowded_frames`` (8), or of 10 frames
+  (the size before).
 
 Each trial runs every case (sessions at once, or 0.9 s apart), each session speaking the
 four-sentence bench reply (or, in a case named "40 words", the streaming experiment's 40-word
@@ -72,6 +75,7 @@ CASES = {
         ("8 at once", 8, 0.0),
         ("4 staggered", 4, STAGGER_S),
     ),
+    "crowded-frames": (("1 alone", 1, 0.0), ("4 at once", 4, 0.0), ("8 at once", 8, 0.0)),
     "pairs": (("1 alone", 1, 0.0), ("40 words alone", 1, 0.0), ("2 at once", 2, 0.0), ("2 staggered", 2, STAGGER_S)),
 }
 
@@ -81,6 +85,7 @@ POLICY_SWITCHES: dict[str, tuple[str, Any]] = {
     "pairs": ("split_frames", 0),
     "opening-context": ("opening_context_frames", None),
     "crowded-opening": ("crowded_frames", 1 << 30),
+    "crowded-frames": ("crowded_frames", 10),
 }
 """The switches that set a ``WindowPolicy`` field: the field, and its value when off (on: the default)."""
 

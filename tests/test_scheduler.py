@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 import numpy as np
 import pytest
 
-from speakstream.engine.base import Ahead, CancelToken, SynthesisCancelled
+from speakstream.engine.base import Ahead, CancelToken, Crowded, SynthesisCancelled
 from speakstream.engine.fake import FakeEngine
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.errors import EngineError, Overloaded
@@ -61,9 +61,8 @@ class StepEngine(FakeEngine):
         cancel: CancelToken | None = None,
         opening: bool = True,
         ahead: Ahead | None = None,
-        crowded: bool = False,
+        crowded: Crowded | None = None,
     ) -> Iterator[AudioPiece]:
-        self.crowding[text] = crowded
         if self.fail_when and self.fail_when(text):
             raise EngineError("injected failure")
         for i in range(self.windows):
@@ -72,6 +71,8 @@ class StepEngine(FakeEngine):
                 while not (self.gate if i == 0 else self.second_gate).wait(0.005):
                     if cancel is not None:
                         cancel.check()
+            if i == 0:  # as a real engine asks: when it sizes the opening window
+                self.crowding[text] = crowded is not None and crowded()
             self.log.append(f"{text}:{i}")
             self.ahead.append(None if ahead is None else ahead())
             self.in_flight.append(self.count() if self.count is not None else 0)
@@ -149,6 +150,14 @@ async def test_openings_are_crowded_when_more_replies_wait_for_one_than_the_work
         **{f"{s}0": True for s in "cdef"},
         **{f"{s}1": False for s in "cdef"},  # a later chunk: its listener is already hearing
     }
+
+
+async def test_an_opening_is_crowded_by_the_replies_that_come_while_its_text_is_read() -> None:
+    async with holding(workers=2) as (scheduler, engine, hold):  # "hold" is the only one when queued
+        others = [_submit(scheduler, s, 0) for s in "cde"]
+        engine.gate.set()  # its front made: it sizes its opening with three more waiting
+        await asyncio.wait_for(asyncio.gather(*(pieces(j) for j in (hold, *others))), 10)
+    assert engine.crowding == {"hold": True, **{f"{s}0": True for s in "cde"}}
 
 
 async def test_an_opening_that_finds_the_others_speaking_is_not_crowded() -> None:

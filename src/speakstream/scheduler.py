@@ -100,7 +100,8 @@ class Job:
     paused at most once, so it always ends)."""
     crowded: bool = False
     """More replies waited for their first window than the workers when this one was queued or
-    started (``Scheduler.crowded``): its opening is made the shortest that sounds right."""
+    when its opening window was sized (``Scheduler.crowded``): that window is made the shortest
+    that sounds right."""
 
     @property
     def queue_wait_s(self) -> float:
@@ -184,10 +185,17 @@ class Scheduler:
     def crowded(self) -> bool:
         """More replies wait for (or are making) their first window than the workers run at once:
         each opening's work then delays the listeners behind it (``Engine.stream``'s ``crowded``).
-        A reply is crowded when it is queued so, or starts so (one at the head of the line delays
-        the rest), or both (one behind waited for the others)."""
-        openings = sum(1 for queue in self._queues.values() for job in queue if job.first_window and not job.ended)
-        return openings > self.workers
+        Read from the worker threads too: a snapshot of the queues, as ``_replies`` takes."""
+        queued = [job for queue in list(self._queues.values()) for job in list(queue)]
+        return sum(1 for job in queued if job.first_window and not job.ended) > self.workers
+
+    def _crowded_for(self, job: Job) -> bool:
+        """Whether ``job``'s opening is crowded, asked by the engine as it sizes that window: when
+        it was queued so (it waited for the others), or is so now. Now is after the chunk's front,
+        so the replies that came while the first ones were read count: one at the head of the
+        line delays the rest."""
+        job.crowded = job.crowded or (job.first_window and self.crowded())
+        return job.crowded
 
     def _in_flight(self) -> int:
         """Windows the workers run now or are about to (paused ones not: they wait for the first
@@ -410,7 +418,6 @@ class Scheduler:
         if job.started_at is None:
             job.started_at = time.perf_counter()
         first, started = job.first_window, time.perf_counter()
-        job.crowded = job.crowded or (first and self.crowded())
         try:
             piece = await asyncio.get_running_loop().run_in_executor(executor, self._step, job)
             if first:
@@ -458,7 +465,7 @@ class Scheduler:
                     cancel=job.token,
                     opening=opening,
                     ahead=ahead,
-                    crowded=job.crowded,
+                    crowded=partial(self._crowded_for, job),
                 )
             return next(job.steps, None)
         except BaseException:

@@ -14,7 +14,7 @@ from speakstream.engine.kokoro import EngineConfig, KokoroEngine
 from speakstream.engine.phonemes import MAX_TOKENS, windows
 from speakstream.engine.windowed import NARROW_SLOWDOWN, ONSET_REACH_S
 from speakstream.errors import InvalidInput, UnknownVoice
-from speakstream.types import SAMPLE_RATE
+from speakstream.types import SAMPLE_RATE, AudioPiece
 
 pytestmark = pytest.mark.model
 
@@ -285,9 +285,9 @@ def test_the_first_word_is_heard_whatever_the_opening_window(kokoro: KokoroEngin
     assert model is not None
     saved, text = model.policy, "Sure, here is the next part."
     try:
-        for frames in (10, 14, 16, 20, 24):
+        for frames in (8, 10, 14, 16, 20, 24):
             model.policy = dataclasses.replace(saved, crowded_frames=frames, first_frames=min(frames, 16))
-            audio = np.concatenate([p.samples for p in kokoro.stream(text, voice="af_heart", crowded=True)])
+            audio = np.concatenate([p.samples for p in kokoro.stream(text, voice="af_heart", crowded=lambda: True)])
             heard = asr.transcribe(audio, SAMPLE_RATE).text
             assert corpus_wer([("Sure", heard.split()[0] if heard else "")]) == 0, (frames, heard)
     finally:
@@ -310,12 +310,30 @@ def test_a_crowded_reply_opens_with_the_shortest_window_and_sounds_the_same(
     for voice in ONSET_VOICES:
         for text in [*FIRST_SOUNDS, SENTENCES[1]]:
             for crowded in (True, False):
-                pieces = list(kokoro.stream(text, voice=voice, crowded=crowded))
+                pieces = list(kokoro.stream(text, voice=voice, crowded=(lambda: True) if crowded else None))
                 if crowded:
                     assert _an_opening(len(pieces[0].samples), policy.crowded_frames, later) or len(pieces) == 1
                 audio = np.concatenate([p.samples for p in pieces])
                 heard[crowded].append((text, asr.transcribe(audio, SAMPLE_RATE).text))
     assert corpus_wer(heard[True]) <= corpus_wer(heard[False]) + 0.01, heard
+
+
+def test_crowding_is_asked_once_as_a_replys_opening_window_is_sized(kokoro: KokoroEngine) -> None:
+    """The scheduler's answer is wanted as late as it can be, when the opening window is sized
+    (after the chunk's front, so replies that came meanwhile count), and only for a reply's
+    opening: a later chunk's listener is already hearing it."""
+    asked: list[int] = []
+
+    def crowded() -> bool:
+        asked.append(len(pieces))
+        return True
+
+    pieces: list[AudioPiece] = []
+    for piece in kokoro.stream("Thanks for waiting, here it is.", voice="af_heart", crowded=crowded):
+        pieces.append(piece)
+    assert asked == [0]  # before the first piece, once
+    list(kokoro.stream("And one more thing.", voice="af_heart", opening=False, crowded=crowded))
+    assert asked == [0]
 
 
 def test_a_pieces_time_is_its_own_not_its_wait_for_a_turn(

@@ -19,6 +19,9 @@ MIN_SPEED = 0.5
 MAX_SPEED = 2.0
 Ahead = Callable[[], float | None]
 """Seconds of a reply's audio its listener has buffered now (None: not known)."""
+Crowded = Callable[[], bool]
+"""Whether more listeners wait for their first audio than the engine runs at once, asked as the
+window that opens a reply is sized (replies that came while its text was read count)."""
 
 
 class SynthesisCancelled(SpeakstreamError):
@@ -145,12 +148,12 @@ class Engine(Protocol):
         cancel: CancelToken | None = None,
         opening: bool = True,
         ahead: Ahead | None = None,
-        crowded: bool = False,
+        crowded: Crowded | None = None,
     ) -> Iterator[AudioPiece]:
         """Speak ``text`` piece by piece (each ``next`` is one unit of work, e.g. a decoder window);
         the pieces joined are ``synthesize``'s audio. ``opening``: the chunk opens a reply (make
         its first piece as soon as possible); ``ahead``: seconds of the reply's audio its listener
-        has buffered, so an engine can size its work to arrive in time; ``crowded``: more
+        has buffered, so an engine can size its work to arrive in time; ``crowded()``: more
         listeners wait for their first audio than the engine runs at once (an opening's work
         delays the listeners behind it: make it the least that sounds right)."""
         ...
@@ -221,7 +224,7 @@ class VoiceBankEngine(ABC):
         cancel: CancelToken | None = None,
         opening: bool = True,
         ahead: Ahead | None = None,
-        crowded: bool = False,
+        crowded: Crowded | None = None,
     ) -> Iterator[AudioPiece]:
         """For an engine that makes a chunk at once: its audio, cut into growing pieces."""
         chunk = self.synthesize(text, voice=voice, speed=speed, cancel=cancel)

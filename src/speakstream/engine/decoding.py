@@ -70,15 +70,17 @@ class WindowPolicy:
     audio must last while the windows after it are decoded, or the listener hears a gap: 16 frames
     do up to 7.3 ms a decoded frame (``covers``; the bench machine's mixed decoder takes 5.3-7),
     and a slower decoder gets more (``opening``)."""
-    crowded_frames: int = 10
+    crowded_frames: int = 8
     """The window that opens a reply while more listeners wait for their first audio than the
     engine has lanes (``crowded``, the scheduler's call): each opening's compute delays every
     listener behind it, and none can cover what comes after it (its next window waits for the
     other openings), so it is the shortest that sounds like the others. Over the bench's 35
-    utterances, a 10-frame opening gave a WER of 0.98% (16 frames: 1.76%; whole decoding: 0.98%)
-    and a log-mel distance to whole decoding over the first 0.5 s of 5.78 dB (16 frames: 5.18),
-    in 0.79x the time of 16; Whisper heard "Sure, here is the next part." at every opening from 8
-    to 32 frames."""
+    utterances, 8- and 10-frame openings gave a WER of 0.98% (16 frames: 1.76%; whole decoding:
+    0.98%) and a log-mel distance to whole decoding over the first 0.5 s of 5.79 and 5.78 dB (16
+    frames: 5.18), in 0.78x and 0.79x the time of 16 (the end moves forward to a word gap, so 8
+    frames often decode as 10 do); Whisper heard "Sure, here is the next part." at every opening
+    from 8 to 32 frames. Served, 8 against 10 frames: p95 first audio 257 / 286 ms at 4 at once,
+    548 / 574 ms at 8 at once (``scripts/ab_served.py --switch crowded-frames``, 6 trials)."""
     shared_opening: bool = True
     """Size a reply's opening at the speed the decoder has while other replies share it, the
     shortest when that covers nothing (``opening``); False: at the lone speed, as when alone."""

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from speakstream.engine import inference
 from speakstream.engine.assets import Assets, locate
 from speakstream.engine.audio_edges import EdgePolicy, trim_edges
-from speakstream.engine.base import Ahead, CancelToken, VoiceBankEngine, WorkClock
+from speakstream.engine.base import Ahead, CancelToken, Crowded, VoiceBankEngine, WorkClock
 from speakstream.engine.decoding import WINDOW_PAUSE_S, WindowPolicy, word_times
 from speakstream.engine.graph import front_feed
 from speakstream.engine.languages import Language, parse_language
@@ -185,13 +185,14 @@ class KokoroEngine(VoiceBankEngine):
         cancel: CancelToken | None = None,
         opening: bool = True,
         ahead: Ahead | None = None,
-        crowded: bool = False,
+        crowded: Crowded | None = None,
     ) -> Iterator[AudioPiece]:
         """The chunk's audio piece by piece. ``opening``: the chunk opens a reply, so its first piece
         comes from one small window of the decoder. ``ahead``: seconds of the reply's audio its
         listener has buffered, read before each window; each window is as large as that allows.
-        ``crowded``: more listeners wait for first audio than the engine has lanes, so the opening
-        window is the shortest that sounds right (``WindowPolicy.crowded_frames``)."""
+        ``crowded()``, asked as the opening window is sized: more listeners wait for first audio than
+        the engine has lanes, so that window is the shortest that sounds right
+        (``WindowPolicy.crowded_frames``)."""
         return self._stream(text, voice, speed, cancel, opening=opening, ahead=ahead, policy=None, crowded=crowded)
 
     def _stream(
@@ -204,7 +205,7 @@ class KokoroEngine(VoiceBankEngine):
         opening: bool,
         ahead: Ahead | None,
         policy: WindowPolicy | None,
-        crowded: bool = False,
+        crowded: Crowded | None = None,
     ) -> Iterator[AudioPiece]:
         text, speed, info = self.checked(text, voice, speed)
         started = time.perf_counter()

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from speakstream.engine import inference
 from speakstream.engine.assets import Assets
 from speakstream.engine.audio_edges import EdgePolicy, trim_onset
-from speakstream.engine.base import Ahead, CancelToken, WorkClock
+from speakstream.engine.base import Ahead, CancelToken, Crowded, WorkClock
 from speakstream.engine.decoding import (
     FRAME_SAMPLES,
     WINDOW_PAUSE_S,
@@ -144,11 +144,12 @@ class WindowedModel:
         opening: bool = True,
         ahead: Ahead | None = None,
         policy: WindowPolicy | None = None,
-        crowded: bool = False,
+        crowded: Crowded | None = None,
     ) -> Iterator[AudioPiece]:
         """``ahead``: seconds of this reply's audio the listener has buffered now (sizes windows);
-        ``policy``: this call's windows (default: the model's); ``crowded``: other listeners wait
-        for their first audio beside this one's, more than the lanes (``opening_frames``)."""
+        ``policy``: this call's windows (default: the model's); ``crowded()``: other listeners wait
+        for their first audio beside this one's, more than the lanes (``opening_frames``), asked
+        once the chunk's front is made, as its opening window is sized."""
         clock = WorkClock(cancel)
         utterances = [
             self.front(part, voices, voice, speed, text if i == len(parts) - 1 else ".", cancel, edges)
@@ -190,7 +191,7 @@ class WindowedModel:
         opening: bool,
         ahead: Ahead | None,
         policy: WindowPolicy,
-        crowded: bool,
+        crowded: Crowded | None,
     ) -> Iterator[tuple[NDArray[np.float32], bool]]:
         def decode(start: int, end: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
             return self.decode(u, start, end, phase, cancel)
@@ -212,7 +213,7 @@ class WindowedModel:
             tail_threshold_db=edges.threshold_db,
             speech_end=u.speech_end,
             boundaries=word_boundaries(u),
-            opening_frames=self.opening_frames(policy, crowded=crowded),
+            opening_frames=self.opening_frames(policy, crowded=opening and crowded is not None and crowded()),
             pairs=self.pairs(u, cancel),
         )
 

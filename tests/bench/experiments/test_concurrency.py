@@ -44,3 +44,14 @@ def test_the_report_sets_first_audio_beside_the_compute_its_first_windows_took()
     assert concurrency.BOUND in measured and "| 345.6 |" in measured and "bound by compute" in measured
     for report in (concurrency.markdown(_result(3)), concurrency.markdown(_result(None))):
         assert concurrency.BOUND not in report and "bound by compute" not in report
+
+
+def test_the_report_says_how_many_runs_a_staggered_level_pools() -> None:
+    """A staggered run's p95 swings with the arrival phase (one run a level: 180 to 670 ms at 4
+    sessions), so its levels pool several runs too, and the report says how many."""
+    result = _result(3)
+    result["staggered"] = {"preempt": _result(3)["modes"]["priority"]}
+    staggered = concurrency.markdown(result).split("arriving", 1)[1]
+    assert "each level ran 3 times" in staggered
+    result["staggered"] = {"preempt": _result(1)["modes"]["priority"]}
+    assert "each level ran" not in concurrency.markdown(result).split("arriving", 1)[1]
