@@ -173,7 +173,9 @@ class KokoroEngine(VoiceBankEngine):
     ) -> AudioChunk:
         """The whole chunk: the join of ``stream``, decoded in one window (no context recomputed)."""
         text, speed, _ = self.checked(text, voice, speed)
-        pieces = self._stream(text, voice, speed, cancel, opening=False, ahead=None, policy=WindowPolicy.whole())
+        pieces = self._stream(
+            text, voice, speed, cancel, opening=False, ahead=None, policy=WindowPolicy.whole(), crowded=None
+        )
         return join_pieces(text, list(pieces))
 
     def stream(
@@ -205,7 +207,7 @@ class KokoroEngine(VoiceBankEngine):
         opening: bool,
         ahead: Ahead | None,
         policy: WindowPolicy | None,
-        crowded: Crowded | None = None,
+        crowded: Crowded | None,
     ) -> Iterator[AudioPiece]:
         text, speed, info = self.checked(text, voice, speed)
         started = time.perf_counter()
