@@ -55,3 +55,21 @@ def test_the_report_says_how_many_runs_a_staggered_level_pools() -> None:
     assert "each level ran 3 times" in staggered
     result["staggered"] = {"preempt": _result(1)["modes"]["priority"]}
     assert "each level ran" not in concurrency.markdown(result).split("arriving", 1)[1]
+
+
+def test_a_level_with_few_sessions_runs_until_it_pools_enough_of_them() -> None:
+    """p95 over the replies of 3 one-session runs is their worst, and issue 12's targets divide
+    by it: levels with few sessions run until they pool ``POOLED`` sessions."""
+    assert [concurrency.runs_of(level, 3, 20) for level in (1, 2, 4, 8)] == [20, 10, 5, 3]
+    assert [concurrency.runs_of(level, 1, 0) for level in (1, 2, 4)] == [1, 1, 1]  # a quick run
+
+
+def test_the_report_says_how_many_runs_each_level_pooled_when_they_differ() -> None:
+    levels = []
+    for sessions, runs in ((1, 20), (8, 3)):
+        level = concurrency._pooled(sessions, [concurrency.Run([_session(400)] * sessions, 10.0)])
+        level["runs"] = runs
+        levels.append(level)
+    result = {"text_chars": 100, "modes": {"priority": levels}, "p95_over_1s_at": {"priority": None}}
+    said = concurrency.markdown(result)
+    assert "each level ran 3 times or more, pooling at least 20 sessions (runs: 20 at 1, 3 at 8 sessions)" in said

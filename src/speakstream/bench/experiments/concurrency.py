@@ -5,6 +5,7 @@ first window pausing the window running)."""
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,15 @@ class Run:
 ROUNDS = 3
 """Runs of each level of the simultaneous sweep (modes alternated): its percentiles pool every
 session of every run, so the one-session value is no single reply and p95 is no single worst."""
+POOLED = 20
+"""... and more runs of a level with few sessions, until it pools this many: a p95 over the 3
+replies of 3 one-session runs is their worst (200.5 ms in one bench run, against a median of
+152.1), and issue 12's targets divide by it."""
+
+
+def runs_of(level: int, rounds: int, pooled: int) -> int:
+    """Runs of a level of ``level`` sessions: ``rounds``, or as many as pool ``pooled`` sessions."""
+    return max(rounds, math.ceil(pooled / level))
 
 
 async def one_level(
@@ -95,13 +105,13 @@ async def run(ctx: BenchContext) -> dict[str, Any]:
     levels = (1, 2, 4) if ctx.quick else (1, 2, 4, 8)
     text = replies()["greeting"]["text"] if ctx.quick else bench_text()
     modes = {"priority": True, "no priority": False}
-    out = await _sweep(ctx, text, levels, "first_chunk_priority", modes, rounds=ctx.trials(ROUNDS, 1))
+    rounds, pooled = ctx.trials(ROUNDS, 1), ctx.trials(POOLED, 0)
+    out = await _sweep(ctx, text, levels, "first_chunk_priority", modes, rounds=rounds, pooled=pooled)
     staggered: dict[str, list[dict[str, Any]]] = {}
     if ctx.runtime is not None:  # arrivals are compared through our own runtime only
         modes = {"preempt": True, "no preempt": False}
         arrivals = (4,) if ctx.quick else (2, 4, 8)
-        rounds = ctx.trials(ROUNDS, 1)  # one run a level swung from 180 to 670 ms at 4 sessions
-        staggered = await _sweep(
+        staggered = await _sweep(  # one run a level swung from 180 to 670 ms at 4 sessions
             ctx, text, arrivals, "preempt", modes, stagger_s=STAGGER_S, label="staggered", rounds=rounds
         )
     crossing = {
@@ -121,22 +131,25 @@ async def _sweep(
     stagger_s: float = 0.0,
     label: str = "concurrency",
     rounds: int = 1,
+    pooled: int = 0,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Each level ``rounds`` times with the scheduler's ``setting`` switched per mode (the order
-    alternated by round), the configured value put back after; against a server that is not
-    ours, one mode: as configured."""
+    """Each level ``rounds`` times, or as many as pool ``pooled`` sessions (``runs_of``), with the
+    scheduler's ``setting`` switched per mode (the order alternated by round), the configured
+    value put back after; against a server that is not ours, one mode: as configured."""
     scheduler = ctx.runtime.scheduler if ctx.runtime is not None else None
     values: dict[str, bool | None] = dict(modes) if scheduler is not None else {"as configured": None}
     runs: dict[tuple[str, int], list[Run]] = {}
+    planned = {level: runs_of(level, rounds, pooled) for level in levels}
     try:
-        for round_ in range(rounds):
-            for level in levels:
+        for round_ in range(max(planned.values())):
+            for level in (level for level in levels if round_ < planned[level]):
                 for mode, value in list(values.items())[:: 1 if round_ % 2 == 0 else -1]:
                     if scheduler is not None:
                         setattr(scheduler, setting, value)
                     runs.setdefault((mode, level), []).append(await _one_run(ctx, level, text, stagger_s))
                     ttfa = _pooled(level, runs[mode, level][-1:])["ttfa_ms"].get("p95")
-                    ctx.say(f"{label} {level} sessions ({mode}) {round_ + 1}/{rounds}: p95 first audio {ttfa} ms")
+                    done = f"{round_ + 1}/{planned[level]}"
+                    ctx.say(f"{label} {level} sessions ({mode}) {done}: p95 first audio {ttfa} ms")
     finally:
         if scheduler is not None:
             setattr(scheduler, setting, getattr(ctx.runtime.config, setting))
@@ -176,12 +189,18 @@ def markdown(result: dict[str, Any]) -> str:
 
 def _rounds(modes: dict[str, list[dict[str, Any]]]) -> str:
     """How many runs each row pools (runs before the field was recorded: one)."""
-    runs = next(iter(modes.values()))[0].get("runs", 1)
-    if runs == 1:
+    rows = next(iter(modes.values()))
+    runs = [row.get("runs", 1) for row in rows]
+    if max(runs) == 1:
         return ""
+    if len(set(runs)) == 1:
+        ran = f"{runs[0]} times"
+    else:
+        each = ", ".join(f"{n} at {row['sessions']}" for n, row in zip(runs, rows, strict=True))
+        ran = f"{min(runs)} times or more, pooling at least {POOLED} sessions (runs: {each} sessions)"
     return (
-        f"; each level ran {runs} times, the two settings alternated, and its first-audio figures pool "
-        "every session of every run"
+        f"; each level ran {ran}, the two settings alternated, and its first-audio figures pool every session "
+        "of every run"
     )
 
 
