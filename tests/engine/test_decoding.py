@@ -378,22 +378,39 @@ def test_later_seams_move_back_between_words() -> None:
     assert later[0] == (0, 40)  # planned (0, 51): int(100 x 0.75) - 2 x 12
 
 
-def test_the_opening_seam_moves_forward_to_a_word_gap_within_the_context_it_saves() -> None:
-    """A seam between words takes 8 frames of context, not 12: the opening window may end up to 4
-    frames later at a word gap for no more compute, never earlier (its audio covers the next
-    window's compute), and the window after it starts with 8 frames of context (the opening
-    window with its seam's context after it: ``opening_context_frames`` None)."""
+def test_the_opening_seam_moves_forward_to_a_word_gap_within_its_reach() -> None:
+    """The opening window may end up to ``opening_snap_frames`` later at a word gap, never
+    earlier (its audio covers the next window's compute), and the window after it starts with 8
+    frames of context, not 12 (the opening window with its seam's context after it:
+    ``opening_context_frames`` None)."""
     policy = WindowPolicy(
-        first_frames=20, min_frames=32, context_frames=12, gap_context_frames=8, opening_context_frames=None
+        first_frames=20,
+        min_frames=32,
+        context_frames=12,
+        gap_context_frames=8,
+        opening_context_frames=None,
+        opening_snap_frames=4,
     )
     assert next(policy.windows(0, 100, boundaries=[21, 24])) == (0, 21)  # the first gap at or after 20
     assert next(policy.windows(0, 100, boundaries=[20])) == (0, 20)
     assert next(policy.windows(0, 100, boundaries=[24])) == (0, 24)
-    assert next(policy.windows(0, 100, boundaries=[25])) == (0, 20)  # would cost more than it saves
+    assert next(policy.windows(0, 100, boundaries=[25])) == (0, 20)  # beyond its reach
     assert next(policy.windows(0, 100, boundaries=[12, 18])) == (0, 20)  # never back
     assert next(policy.windows(0, 42, boundaries=[23])) == (0, 20)  # (23, 42) would be under 20 frames
     spans = _spans(policy, 120, 100, boundaries=[22])
     assert spans[:2] == [(0, 30), (14, 84)]  # (0, 22) with 8 after it; (22, 72) with 8 before it
+
+
+def test_a_crowded_opening_reaches_less_far_for_a_word_gap() -> None:
+    """A reply's opening reaches 8 frames for a word gap by default; a crowded one 4: each of its
+    frames delays every listener behind it."""
+    policy = WindowPolicy(first_frames=16, crowded_frames=8)
+    assert (policy.opening_snap_frames, policy.crowded_snap_frames) == (8, 4)
+    assert next(policy.windows(0, 100, boundaries=[23])) == (0, 23)
+    crowded = policy.crowding()
+    assert crowded.opening_snap_frames == 4 and crowded.crowded_frames == policy.crowded_frames
+    assert next(crowded.windows(0, 100, opening_frames=8, boundaries=[12])) == (0, 12)
+    assert next(crowded.windows(0, 100, opening_frames=8, boundaries=[13])) == (0, 8)
 
 
 def test_a_slow_decoder_opens_a_reply_with_a_longer_window() -> None:

@@ -294,6 +294,24 @@ def test_the_first_word_is_heard_whatever_the_opening_window(kokoro: KokoroEngin
         model.policy = saved
 
 
+def test_an_opening_that_would_end_inside_a_word_ends_after_it(kokoro: KokoroEngine, asr: Recognizer) -> None:
+    """With 4 frames of reach (``opening_snap_frames``), the 16-frame opening of this sentence ended
+    inside "flight" in these two voices, and Whisper heard "Your flaktor Lisbon" / "Your Flakter
+    Lisbon": the opening has only ``opening_context_frames`` after it."""
+    model = kokoro.windowed
+    assert model is not None
+    text = "Your flight to Lisbon leaves tomorrow morning from gate twelve."
+    saved = model.device_frame_s, model.lone_frame_cost_s
+    try:
+        for voice in ("bf_emma", "bm_george"):
+            model.device_frame_s = model.lone_frame_cost_s = 0.0005  # a fast decoder: a 16-frame opening
+            audio = np.concatenate([p.samples for p in kokoro.stream(text, voice=voice)])
+            heard = asr.transcribe(audio, SAMPLE_RATE).text
+            assert "flight to lisbon" in heard.lower(), (voice, heard)
+    finally:
+        model.device_frame_s, model.lone_frame_cost_s = saved
+
+
 def test_a_crowded_reply_opens_with_the_shortest_window_and_sounds_the_same(
     kokoro: KokoroEngine, asr: Recognizer
 ) -> None:
@@ -302,7 +320,7 @@ def test_a_crowded_reply_opens_with_the_shortest_window_and_sounds_the_same(
     as well as when it is not crowded."""
     model = kokoro.windowed
     assert model is not None
-    policy, later = model.policy, model.policy.opening_snap_frames
+    policy, later = model.policy, model.policy.crowded_snap_frames
     assert model.opening_frames(policy, crowded=True) == policy.crowded_frames < policy.first_frames
     roomy = dataclasses.replace(policy, crowded_frames=1 << 30)
     assert model.opening_frames(roomy, crowded=True) == model.opening_frames(roomy)

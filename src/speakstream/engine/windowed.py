@@ -196,6 +196,8 @@ class WindowedModel:
         def decode(start: int, end: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
             return self.decode(u, start, end, phase, cancel)
 
+        crowd = opening and crowded is not None and crowded()
+        policy = policy.crowding() if crowd else policy
         budget = None if ahead is None else self.budget(ahead, policy)
         return decode_windows(
             decode,
@@ -213,7 +215,7 @@ class WindowedModel:
             tail_threshold_db=edges.threshold_db,
             speech_end=u.speech_end,
             boundaries=word_boundaries(u),
-            opening_frames=self.opening_frames(policy, crowded=opening and crowded is not None and crowded()),
+            opening_frames=self.opening_frames(policy, crowded=crowd),
             pairs=self.pairs(u, cancel),
         )
 
