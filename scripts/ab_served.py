@@ -8,6 +8,7 @@ in-process server.
     python scripts/ab_served.py --switch onset-reach --trials 6
     python scripts/ab_served.py --switch crowded-opening --trials 6
     python scripts/ab_served.py --switch crowded-frames --trials 6
+    python scripts/ab_served.py --switch opening-reach --trials 6
 
 Switches:
 
@@ -28,6 +29,8 @@ Switches:
   ``crowded``), or by one sized as any other reply's.
 - ``crowded-frames``: that crowded opening of ``WindowPolicy.crowded_frames`` (8), or of 10 frames
   (the size before).
+- ``opening-reach``: the opening window's end moved forward to a word gap by up to
+  ``WindowPolicy.opening_snap_frames`` (8), or by up to 4 (the reach before).
 
 Each trial runs every case (sessions at once, or 0.9 s apart), each session speaking the
 four-sentence bench reply (or, in a case named "40 words", the streaming experiment's 40-word
@@ -76,6 +79,7 @@ CASES = {
         ("4 staggered", 4, STAGGER_S),
     ),
     "crowded-frames": (("1 alone", 1, 0.0), ("4 at once", 4, 0.0), ("8 at once", 8, 0.0)),
+    "opening-reach": (("1 alone", 1, 0.0), ("40 words alone", 1, 0.0), ("2 at once", 2, 0.0), ("4 at once", 4, 0.0)),
     "pairs": (("1 alone", 1, 0.0), ("40 words alone", 1, 0.0), ("2 at once", 2, 0.0), ("2 staggered", 2, STAGGER_S)),
 }
 
@@ -86,6 +90,7 @@ POLICY_SWITCHES: dict[str, tuple[str, Any]] = {
     "opening-context": ("opening_context_frames", None),
     "crowded-opening": ("crowded_frames", 1 << 30),
     "crowded-frames": ("crowded_frames", 10),
+    "opening-reach": ("opening_snap_frames", 4),
 }
 """The switches that set a ``WindowPolicy`` field: the field, and its value when off (on: the default)."""
 
