@@ -131,7 +131,9 @@ class WindowPolicy:
     "Your flaktor Lisbon" (WER 1.76%, whole decoding 0.98%); with 8, 6 did and the WER was
     0.98%, the log-mel distance to whole decoding over the first 0.5 s 4.72 dB instead of 5.18,
     for 1.07x the opening's time (median). The seam's own context instead (12 frames inside a
-    word, 4 reach): 1.18%, in 1.09x the time."""
+    word, 4 reach): 1.18%, in 1.09x the time. Served, 8 against 4, p95 first audio: 147.5 / 148.3
+    ms alone, 240.4 / 225.0 at 2 at once, 303.7 / 279.8 at 4 at once (``scripts/ab_served.py
+    --switch opening-reach``, 6 trials): on a narrow lane the frames it gains cost more."""
     crowded_snap_frames: int = 4
     """... and a crowded opening's (``crowded_frames``): each of its frames delays every listener
     behind it, and at 8 frames it was heard as well as whole decoding with 4."""
