@@ -142,7 +142,7 @@ async def _sweep(
     planned = {level: runs_of(level, rounds, pooled) for level in levels}
     try:
         for round_ in range(max(planned.values())):
-            for level in (level for level in levels if round_ < planned[level]):
+            for level in [n for n in levels if round_ < planned[n]]:
                 for mode, value in list(values.items())[:: 1 if round_ % 2 == 0 else -1]:
                     if scheduler is not None:
                         setattr(scheduler, setting, value)
