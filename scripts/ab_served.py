@@ -9,6 +9,7 @@ in-process server.
     python scripts/ab_served.py --switch crowded-opening --trials 6
     python scripts/ab_served.py --switch crowded-frames --trials 6
     python scripts/ab_served.py --switch opening-reach --trials 6
+    python scripts/ab_served.py --switch crowded-decoder --trials 6
 
 Switches:
 
@@ -31,6 +32,8 @@ Switches:
   (the size before).
 - ``opening-reach``: the opening window's end moved forward to a word gap by up to
   ``WindowPolicy.opening_snap_frames`` (8), or by up to 4 (the reach before).
+- ``crowded-decoder``: that crowded opening decoded by the ``int8`` decoder
+  (``EngineConfig.crowded_decoder``), or by the ``mixed`` one, as every other window.
 
 Each trial runs every case (sessions at once, or 0.9 s apart), each session speaking the
 four-sentence bench reply (or, in a case named "40 words", the streaming experiment's 40-word
@@ -80,6 +83,7 @@ CASES = {
     ),
     "crowded-frames": (("1 alone", 1, 0.0), ("4 at once", 4, 0.0), ("8 at once", 8, 0.0)),
     "opening-reach": (("1 alone", 1, 0.0), ("40 words alone", 1, 0.0), ("2 at once", 2, 0.0), ("4 at once", 4, 0.0)),
+    "crowded-decoder": (("1 alone", 1, 0.0), ("4 at once", 4, 0.0), ("8 at once", 8, 0.0)),
     "pairs": (("1 alone", 1, 0.0), ("40 words alone", 1, 0.0), ("2 at once", 2, 0.0), ("2 staggered", 2, STAGGER_S)),
 }
 
@@ -111,6 +115,13 @@ def switch(name: str, model: WindowedModel) -> Switch:
             windowed.ONSET_REACH_S = reach if on else 0.0  # read at each chunk's front and opening
 
         return onset_reach
+    if name == "crowded-decoder":
+        crowded = model.crowded_sessions
+
+        def crowded_decoder(on: bool) -> None:
+            model.crowded_sessions = crowded if on else None
+
+        return crowded_decoder
 
     field, off = POLICY_SWITCHES[name]
     default = getattr(model.policy, field)

@@ -68,3 +68,6 @@ def test_a_public_address_caps_each_client_at_half_the_queue_by_default() -> Non
 def test_the_decoder_is_chosen_by_the_engine_unless_set() -> None:
     assert ServerConfig.from_env({}).engine_config().decoder == "auto"
     assert ServerConfig.from_env({"SPEAKSTREAM_DECODER": "float"}).engine_config().decoder == "float"
+    assert ServerConfig.from_env({}).engine_config().crowded_decoder == "auto"
+    crowded = ServerConfig.from_env({"SPEAKSTREAM_CROWDED_DECODER": "same"}).engine_config().crowded_decoder
+    assert crowded == "same"

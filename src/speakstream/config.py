@@ -86,6 +86,10 @@ class ServerConfig:
     decoder: str = "auto"
     """The fast graph's decoder: ``mixed`` (partly int8, faster on a CPU), ``float``, or ``auto``
     (``mixed`` on the CPU provider, else ``float``; ``EngineConfig.decoder``)."""
+    crowded_decoder: str = "auto"
+    """The decoder of a reply's opening while more replies wait for theirs than the workers:
+    ``int8``, ``same`` (``decoder``), or ``auto`` (``int8`` beside ``mixed``;
+    ``EngineConfig.crowded_decoder``)."""
     intra_op_threads: int = 0
     spin_threads: bool = False
     policy: ChunkPolicy = field(default_factory=ChunkPolicy)
@@ -125,6 +129,7 @@ class ServerConfig:
             model_dir=self.model_dir,
             graph=self.graph,
             decoder=self.decoder,
+            crowded_decoder=self.crowded_decoder,
             intra_op_threads=self.intra_op_threads,
             parallel=self.workers,
             spin_threads=self.spin_threads,

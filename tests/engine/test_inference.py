@@ -282,3 +282,15 @@ def test_the_int8_decoder_is_the_default_on_the_cpu_only(requested: str, provide
     from speakstream.engine.kokoro import pick_decoder
 
     assert pick_decoder(requested, providers) == expected
+
+
+@pytest.mark.parametrize(
+    ("requested", "decoder", "expected"),
+    [("auto", "mixed", "int8"), ("auto", "float", None), ("same", "mixed", None), ("mixed", "mixed", None)],
+)
+def test_a_crowded_opening_gets_the_int8_decoder_where_the_mixed_one_runs(
+    requested: str, decoder: str, expected: str | None
+) -> None:
+    from speakstream.engine.kokoro import pick_crowded_decoder
+
+    assert pick_crowded_decoder(requested, decoder) == expected

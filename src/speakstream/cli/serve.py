@@ -37,6 +37,11 @@ def register(commands: Any) -> None:
         choices=("auto", "mixed", "float"),
         help="the fast graph's decoder (default auto: mixed, partly int8, on a CPU; float on a GPU)",
     )
+    parser.add_argument(
+        "--crowded-decoder",
+        choices=("auto", "int8", "same"),
+        help="the decoder of openings while more replies wait than the workers (default auto: int8 beside mixed)",
+    )
     parser.add_argument("--fake-engine", action="store_true", default=None, help="tone generator instead of Kokoro")
     parser.add_argument("--no-first-chunk-priority", dest="first_chunk_priority", action="store_false", default=None)
     parser.add_argument(
@@ -80,6 +85,7 @@ def serve_command(args: argparse.Namespace) -> int:
         model_dir=args.model_dir,
         graph=args.graph,
         decoder=args.decoder,
+        crowded_decoder=args.crowded_decoder,
         fake_engine=args.fake_engine,
         first_chunk_priority=args.first_chunk_priority,
         preempt=args.preempt,

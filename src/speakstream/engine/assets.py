@@ -7,10 +7,9 @@ Resolution order: an explicit ``--model-dir`` / ``SPEAKSTREAM_MODEL_DIR``; the l
 
 A model directory holds ``model.int8.onnx`` and ``voices/<name>.bin``; the derived graphs
 (``model.timed.onnx``: durations output; ``model.fast.onnx``: durations + float convolutions and
-fused norms, see ``fusion``; its
-two parts ``model.front.onnx`` and ``model.decoder.onnx``, and ``model.decoder.mixed.onnx``, the
-decoder partly int8, see ``quantize``) are made once next to it, or in the cache when the
-directory is not writable.
+fused norms, see ``fusion``; its two parts ``model.front.onnx`` and ``model.decoder.onnx``; and
+``model.decoder.mixed.onnx`` and ``model.decoder.int8.onnx``, the decoder partly and wholly int8,
+see ``quantize``) are made once next to it, or in the cache when the directory is not writable.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ VOICE_COUNT = 54
 HUB_REPO = "onnx-community/Kokoro-82M-v1.0-ONNX"
 HUB_MODEL = "onnx/model_quantized.onnx"
 GRAPHS = ("fast", "timed", "original")
-DECODERS = ("mixed", "float")
+DECODERS = ("mixed", "float", "int8")
 FIX = "run `speakstream assets fetch`"
 
 Task = Callable[[str], downloads.Progress]
@@ -78,12 +77,13 @@ class Assets:
         return self.derived_dir / f"model.{part}.onnx"
 
     def decoder(self, precision: str = "mixed") -> Path:
-        """The decoder part: ``mixed`` (partly int8, ``quantize``; default) or ``float``."""
+        """The decoder part: ``mixed`` (partly int8, ``quantize``; default), ``float``, or ``int8``
+        (every convolution of the generator int8: for crowded openings, ``EngineConfig.crowded_decoder``)."""
         if precision not in DECODERS:
             raise AssetError(
                 f"unknown decoder {precision!r}; choose one of {', '.join(DECODERS)}", code="invalid_config"
             )
-        return self.split("decoder" if precision == "float" else "decoder.mixed")
+        return self.split("decoder" if precision == "float" else f"decoder.{precision}")
 
     def voice_files(self) -> dict[str, Path]:
         if not self.voices_dir.is_dir():
@@ -248,11 +248,11 @@ def _derive(assets: Assets) -> list[str]:
 
     from speakstream.engine.fusion import faster
     from speakstream.engine.graph import add_durations, float_convolutions, split
-    from speakstream.engine.quantize import mixed
+    from speakstream.engine.quantize import quantized
 
     made: list[str] = []
     stamp = assets.derived_dir / "derived.json"
-    wanted = {"model_sha256": MODEL_SHA256, "version": 8}
+    wanted = {"model_sha256": MODEL_SHA256, "version": 9}
     current = json.loads(stamp.read_text()) if stamp.is_file() else {}
     files = [assets.graph("fast"), assets.graph("timed"), assets.split("front"), *map(assets.decoder, DECODERS)]
     if current == wanted and all(f.is_file() for f in files):
@@ -267,8 +267,9 @@ def _derive(assets: Assets) -> list[str]:
     for name, graph in (("front", front), ("decoder", decoder)):
         with _staging(assets.split(name)) as part:
             onnx.save(graph, str(part))
-    with _staging(assets.decoder("mixed")) as part:
-        onnx.save(mixed(decoder, front, assets.voices_dir), str(part))
+    for precision, graph in quantized(decoder, front, assets.voices_dir).items():
+        with _staging(assets.decoder(precision)) as part:
+            onnx.save(graph, str(part))
     stamp.write_text(json.dumps(wanted))
     made.append("derived timed, fast, front and decoder graphs")
     return made

@@ -1,4 +1,5 @@
-"""The decoder's ``mixed`` form: the generator's first stage and noise branch as int8 convolutions.
+"""The decoder's ``mixed`` form: the generator's first stage and noise branch as int8 convolutions;
+and its ``int8`` form, every convolution of the generator int8, for crowded openings only.
 
 The ``fast`` graph runs the generator's convolutions in float (``graph.float_convolutions``), and
 they are most of a window's compute. ONNX Runtime's ``QLinearConv`` (int8 weights, 8-bit
@@ -12,6 +13,20 @@ activations in and out) is about 3x faster than a float ``Conv`` on this CPU, bu
 - those of the second stage (``resblocks.3``-``5``) write the audio's fine structure: quantised
   too, the decoder is 0.6x the compute but 2.8 dB away (3.1-3.2 dB in the upper half of the log
   bands, 2.3-2.4 in the lower), so they stay float.
+
+The ``int8`` decoder quantises them too. It decodes only the window that opens a reply while more
+listeners wait for their first audio than the engine has lanes (``WindowedModel.crowded_sessions``):
+each such window delays every listener behind it, and a 16-frame decode (its 8 frames and their
+context) takes 0.74x the time of the ``mixed`` one on one thread (70.3 against 94.6 ms). Over the
+bench's 35 utterances, with those openings int8, the WER stayed 0.98% (whole decoding 0.98%), the
+log-mel distance to whole decoding over the first 0.5 s went from 5.79 to 5.99 dB, and the
+largest step within 5 ms of the seam after the opening stayed under the utterance's 99.9th
+percentile step elsewhere (0.45 of it on average, 0.79 at most; ``mixed``: 0.42 and 0.83).
+Whisper lost the first word of 13 of 180 short crowded replies with it, 12 without, not the
+same ones (5 voices, 12 replies, openings of 8, 10 and 14 frames; ``python
+scripts/crowded_decoder.py --first-words``). Served, p95 first audio with it / without: 370.1 / 460.0
+ms at 8 at once, 195.8 / 242.8 at 4 at once, 126.5 / 122.4 alone, where it does not run
+(``python scripts/ab_served.py --switch crowded-decoder``, 6 trials).
 
 Each quantised convolution takes its input's range from the input itself
 (``DynamicQuantizeLinear``, as the int8 export does for every convolution), its weights per
@@ -34,7 +49,11 @@ from speakstream.engine.phonemes import Phonemizer
 from speakstream.engine.voices import VoiceBank
 
 QUANTIZED = tuple(f"{GENERATOR}/{part}" for part in ("noise_res.", "resblocks.0/", "resblocks.1/", "resblocks.2/"))
-"""Name prefixes of the convolutions made int8 (see the module's docstring)."""
+"""Name prefixes of the convolutions the ``mixed`` decoder makes int8 (see the module's docstring)."""
+SECOND_STAGE = tuple(f"{GENERATOR}/resblocks.{i}/" for i in (3, 4, 5))
+"""... and those the ``int8`` decoder makes int8 too: for a crowded reply's opening only."""
+PRECISIONS = {"mixed": QUANTIZED, "int8": QUANTIZED + SECOND_STAGE}
+"""Each quantised decoder derived at asset-fetch time, and the convolutions it makes int8."""
 CALIBRATION_TEXTS = (
     "Thanks for waiting, I found your booking.",
     "Your flight to Lisbon leaves tomorrow at 9:40 from gate B12, and boarding starts forty minutes earlier.",
@@ -49,15 +68,15 @@ Ranges = dict[str, tuple[float, float]]
 """Output name of each quantised convolution -> (lowest, highest) value seen in calibration."""
 
 
-def targets(model: onnx.ModelProto) -> list[Any]:
-    """The float convolutions the ``mixed`` decoder runs in int8."""
-    return [n for n in model.graph.node if n.op_type == "Conv" and n.name.startswith(QUANTIZED)]
+def targets(model: onnx.ModelProto, prefixes: tuple[str, ...] = QUANTIZED) -> list[Any]:
+    """The float convolutions a decoder runs in int8 (``prefixes``: ``QUANTIZED``, the ``mixed`` one)."""
+    return [n for n in model.graph.node if n.op_type == "Conv" and n.name.startswith(prefixes)]
 
 
-def calibration_graph(model: onnx.ModelProto) -> onnx.ModelProto:
+def calibration_graph(model: onnx.ModelProto, prefixes: tuple[str, ...] = QUANTIZED) -> onnx.ModelProto:
     """A copy of the float decoder that also outputs every target convolution's output."""
     probe = copy.deepcopy(model)
-    for node in targets(probe):
+    for node in targets(probe, prefixes):
         probe.graph.output.append(helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, None))
     return probe
 
@@ -73,10 +92,10 @@ def output_ranges(session: Any, feeds: Iterable[dict[str, Any]]) -> Ranges:
     return ranges
 
 
-def quantize(model: onnx.ModelProto, ranges: Ranges) -> onnx.ModelProto:
+def quantize(model: onnx.ModelProto, ranges: Ranges, prefixes: tuple[str, ...] = QUANTIZED) -> onnx.ModelProto:
     """Rewrite each target ``Conv`` of the float decoder as dynamic-input, int8 ``QLinearConv``."""
     g = Index(model)
-    convolutions = targets(model)
+    convolutions = targets(model, prefixes)
     missing = [n.name for n in convolutions if n.output[0] not in ranges]
     if not convolutions or missing:
         raise ValueError(f"no calibrated range for {missing[:3]}" if missing else "no convolution to quantise")
@@ -147,15 +166,22 @@ def calibration_feeds(front: Any, voices_dir: Any, phase_width: int) -> Iterator
             yield decoder_feed(outputs, style, phase, 0, OPENING_FRAMES)
 
 
-def mixed(decoder: onnx.ModelProto, front: onnx.ModelProto, voices_dir: Any) -> onnx.ModelProto:
-    """The ``mixed`` decoder made from the float one (calibrated on ``front``'s output)."""
+def quantized(decoder: onnx.ModelProto, front: onnx.ModelProto, voices_dir: Any) -> dict[str, onnx.ModelProto]:
+    """The ``PRECISIONS`` decoders made from the float one, calibrated once on ``front``'s output (a
+    convolution's float output does not depend on which others are quantised)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
     cpu = ["CPUExecutionProvider"]
-    probe = ort.InferenceSession(calibration_graph(decoder).SerializeToString(), options, providers=cpu)
+    every = tuple(dict.fromkeys(p for prefixes in PRECISIONS.values() for p in prefixes))
+    probe = ort.InferenceSession(calibration_graph(decoder, every).SerializeToString(), options, providers=cpu)
     front_session = ort.InferenceSession(front.SerializeToString(), options, providers=cpu)
     phase_width = len(sine_constants(decoder)[0])
     ranges = output_ranges(probe, calibration_feeds(front_session, voices_dir, phase_width))
-    return quantize(copy.deepcopy(decoder), ranges)
+    return {name: quantize(copy.deepcopy(decoder), ranges, prefixes) for name, prefixes in PRECISIONS.items()}
+
+
+def mixed(decoder: onnx.ModelProto, front: onnx.ModelProto, voices_dir: Any) -> onnx.ModelProto:
+    """The ``mixed`` decoder made from the float one (calibrated on ``front``'s output)."""
+    return quantized(decoder, front, voices_dir)["mixed"]

@@ -55,6 +55,11 @@ def test_the_report_says_the_crowded_opening_only_when_its_run_had_one() -> None
     slow = {"opening_frames": 31, "opening_frame_ms": 11.5, "opening_safety": 0.8}
     assert f"; {said})" in streaming.markdown(_result(**slow, crowded_opening_frames=10))
     assert "wait for their first audio" not in streaming.markdown(_result(**slow))  # a run from before
+    how = ", its end moved forward by up to 4 frames and decoded by the int8 decoder)"
+    crowded = {"crowded_opening_frames": 8, "crowded_snap_frames": 4}
+    assert how in streaming.markdown(_result(**crowded, crowded_decoder="int8"))
+    assert "frames)" in streaming.markdown(_result(**crowded, crowded_decoder=None))
+    assert "decoded by" not in streaming.markdown(_result(**crowded, crowded_decoder=None))
 
 
 def test_an_utterance_heard_with_the_same_errors_both_ways_is_not_a_difference() -> None:

@@ -53,13 +53,15 @@ async def run(ctx: BenchContext) -> dict[str, Any]:
     return {"fidelity": fidelity, "latency": latency, "policy": _policy(engine.windowed)}
 
 
-def _policy(model: WindowedModel) -> dict[str, float | None]:
+def _policy(model: WindowedModel) -> dict[str, float | str | None]:
     policy, frame_s = model.policy, model.opening_frame_s
     return {
         "first_frames": policy.first_frames,
         "opening_frames": model.opening_frames(policy, shared=False),
         "shared_opening_frames": model.opening_frames(policy, shared=True) if policy.shared_opening else None,
         "crowded_opening_frames": model.opening_frames(policy, shared=True, crowded=True),
+        "crowded_snap_frames": policy.crowded_snap_frames,
+        "crowded_decoder": model.crowded_decoder,
         "opening_snap_frames": policy.opening_snap_frames,
         "opening_frame_ms": None if frame_s is None else round(1000 * frame_s, 2),
         "opening_safety": policy.opening_safety,
@@ -299,6 +301,11 @@ def _opening(p: dict[str, Any]) -> str:
     frames, least = p.get("opening_frames", p["first_frames"]), p["first_frames"]
     crowded = p.get("crowded_opening_frames")  # runs before it: not said
     crowding = "" if crowded is None else f"{crowded} while more replies wait for their first audio than the lanes"
+    if crowded is not None and "crowded_snap_frames" in p:  # runs before it: not said
+        decoder = p.get("crowded_decoder")
+        crowding += f", its end moved forward by up to {p['crowded_snap_frames']} frames" + (
+            f" and decoded by the {decoder} decoder" if decoder else ""
+        )
     if frames == least:
         return f"{least} ({crowding})" if crowding else str(least)
     frame_ms = p.get("opening_frame_ms", p.get("device_frame_ms"))  # the key in earlier runs
