@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -97,20 +98,21 @@ class WindowedModel:
         opening window (None: ``decoder``)."""
         import onnxruntime as ort
 
-        def load(part: str, part_options: Any) -> Any:
-            path = assets.decoder(part.removeprefix("decoder.")) if part.startswith("decoder.") else assets.split(part)
-            return ort.InferenceSession(str(path), part_options, providers=providers)
+        def sessions(path: Path) -> inference.Sessions:
+            """The wide session of one part, and its narrow copies."""
 
-        def sessions(part: str) -> inference.Sessions:
-            return self.lanes.part(load(part, options), [load(part, narrow_options) for _ in range(count)])
+            def load(part_options: Any) -> Any:
+                return ort.InferenceSession(str(path), part_options, providers=providers)
+
+            return self.lanes.part(load(options), [load(narrow_options) for _ in range(count)])
 
         narrow_options, count = narrow or (None, 0)
         self.narrow_count = count
         self.lanes = inference.Lanes()
-        self.front_sessions = sessions("front")
-        self.decoder_sessions = sessions(f"decoder.{decoder}")
+        self.front_sessions = sessions(assets.split("front"))
+        self.decoder_sessions = sessions(assets.decoder(decoder))
         self.crowded_decoder = crowded_decoder
-        self.crowded_sessions = None if crowded_decoder is None else sessions(f"decoder.{crowded_decoder}")
+        self.crowded_sessions = None if crowded_decoder is None else sessions(assets.decoder(crowded_decoder))
         """The decoder that opens a reply while more listeners wait for their first audio than
         there are lanes (``_windows``; None: ``decoder_sessions``). Each such opening delays every
         listener behind it, and the ``int8`` decoder takes 0.74x the time of ``mixed`` (16 frames,
