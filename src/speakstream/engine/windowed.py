@@ -334,21 +334,23 @@ class WindowedModel:
         decoder's speed is not this one's, so only theirs is measured)."""
         expected_s = self.frame_cost_s * (end - start)
         feed = self.feed(u, start, end, phase)
-        if sessions is not None:
-            (audio,), _ = inference.run(sessions, ["audio"], feed, cancel, expected_s)
-            return np.asarray(audio, dtype=np.float32).ravel()
-        alone = self._alone()
-        (audio,), seconds = inference.run(self.decoder_sessions, ["audio"], feed, cancel, expected_s)
-        cost = seconds / max(1, end - start)
+        alone, on = self._alone(), self.decoder_sessions if sessions is None else sessions
+        (audio,), seconds = inference.run(on, ["audio"], feed, cancel, expected_s)
+        if sessions is None:
+            self._measured(seconds / max(1, end - start), end - start, alone=alone)
+        return np.asarray(audio, dtype=np.float32).ravel()
+
+    def _measured(self, cost: float, frames: int, *, alone: bool) -> None:
+        """Take ``cost`` (decoder seconds a frame, over a window of ``frames`` that started
+        ``alone`` or not) into the measured speeds."""
         self.frame_cost_s += 0.3 * (cost - self.frame_cost_s)
         if alone and self._alone():
             self.lone_frame_cost_s += 0.3 * (cost - self.lone_frame_cost_s)
         elif not alone:  # it started on a narrow session
             shared = self.shared_frame_cost_s
             self.shared_frame_cost_s = cost if shared is None else shared + 0.3 * (cost - shared)
-        if end - start >= SPEED_WINDOW_FRAMES:
+        if frames >= SPEED_WINDOW_FRAMES:
             self.device_frame_s = min(cost, self.device_frame_s or cost)
-        return np.asarray(audio, dtype=np.float32).ravel()
 
     def decode_pair(
         self, u: Utterance, first: Span, second: Span, cancel: CancelToken | None
