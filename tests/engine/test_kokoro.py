@@ -9,11 +9,11 @@ import pytest
 
 from speakstream.bench.asr import Recognizer, corpus_wer, timestamp_agreement
 from speakstream.engine.audio_edges import EdgePolicy, frame_db
-from speakstream.engine.base import CancelToken
+from speakstream.engine.base import WARM_TEXT, CancelToken
 from speakstream.engine.decoding import FRAME_SAMPLES
 from speakstream.engine.kokoro import EngineConfig, KokoroEngine
 from speakstream.engine.phonemes import MAX_TOKENS, windows
-from speakstream.engine.windowed import NARROW_SLOWDOWN, ONSET_REACH_S
+from speakstream.engine.windowed import NARROW_SLOWDOWN, ONSET_REACH_S, WARM_RUNS
 from speakstream.errors import InvalidInput, UnknownVoice
 from speakstream.types import SAMPLE_RATE, AudioPiece
 
@@ -560,3 +560,46 @@ def test_a_long_window_alone_is_decoded_as_two_halves_at_once_and_says_the_same(
 def _first_word_heard(word: str, heard: str) -> bool:
     """Whisper's first word of ``heard`` is ``word`` (as the word error rate compares them)."""
     return corpus_wer([(word, heard.split()[0] if heard else "")]) == 0
+
+
+def test_warming_runs_every_session_of_every_part_on_a_whole_reply(
+    kokoro: KokoroEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session's first runs take up to twice as long (``WARM_RUNS``): ``warm`` runs each one,
+    the narrow copies and the crowded decoder's included, on the whole reply it speaks, so the
+    first burst of listeners after start-up does not pay for them."""
+    model = kokoro.windowed
+    assert model is not None and model.crowded_sessions is not None
+    runs: dict[int, list[int]] = {}
+
+    class Counted:
+        def __init__(self, session: Any) -> None:
+            self.session = session
+
+        def run(self, outputs: Any, feed: dict[str, Any]) -> Any:
+            runs.setdefault(id(self), []).append(next(iter(feed.values())).shape[-1])
+            return self.session.run(outputs, feed)
+
+    parts = (model.front_sessions, model.decoder_sessions, model.crowded_sessions)
+    counted = {id(part): tuple(Counted(s) for s in part.every) for part in parts}
+    for part in parts:
+        monkeypatch.setattr(part, "every", counted[id(part)])
+    monkeypatch.setattr(model, "warmed", False)
+    kokoro.warm("af_heart")
+    kokoro.warm("af_heart")  # once per model
+    frames = model.front(
+        kokoro.parts(WARM_TEXT, kokoro.check_voice("af_heart").speaks)[0],
+        kokoro.voice_bank,
+        "af_heart",
+        1.0,
+        WARM_TEXT,
+        None,
+        kokoro.config.edges,
+    ).frames
+    for part in parts:
+        assert len(part.every) == 1 + kokoro.windowed.narrow_count
+        for session in counted[id(part)]:
+            sizes = runs[id(session)]
+            assert len(sizes) == WARM_RUNS
+            if part is not model.front_sessions:  # the decoders ran on every frame of it
+                assert sizes == [frames] * WARM_RUNS

@@ -259,3 +259,21 @@ async def test_a_client_that_stops_reading_is_dropped_and_frees_its_slots(caplog
         writer.close()
     finally:
         server.stop()
+
+
+async def test_the_runtime_is_ready_only_once_its_engine_is_warm() -> None:
+    """``/ping`` says ready after ``Engine.warm`` has run, in the configured voice, and not before."""
+    warmed: list[str] = []
+
+    class Warmed(FakeEngine):
+        def warm(self, voice: str = "af_heart") -> None:
+            super().warm(voice)
+            warmed.append(voice)
+
+    runtime = Runtime(ServerConfig(fake_engine=True, voice="bf_emma"), Warmed)
+    await runtime.start()
+    try:
+        await runtime.wait_ready()
+        assert runtime.ready and warmed == ["bf_emma"]
+    finally:
+        await runtime.stop()

@@ -139,6 +139,10 @@ class Engine(Protocol):
         """Speak ``text``; a cancelled ``cancel`` token stops it early with ``SynthesisCancelled``."""
         ...
 
+    def warm(self, voice: str) -> None:
+        """Before serving: make the first replies as fast as the later ones (blocks)."""
+        ...
+
     def stream(
         self,
         text: str,
@@ -193,6 +197,10 @@ def check_text(text: object) -> str:
     return text
 
 
+WARM_TEXT = "Ready."
+"""What ``warm`` speaks: short, but as long as the windows that open a reply."""
+
+
 class VoiceBankEngine(ABC):
     """What every engine over a ``VoiceBank`` shares: the catalogue and the input checks."""
 
@@ -229,6 +237,11 @@ class VoiceBankEngine(ABC):
         """For an engine that makes a chunk at once: its audio, cut into growing pieces."""
         chunk = self.synthesize(text, voice=voice, speed=speed, cancel=cancel)
         yield from cut_into_pieces(chunk)
+
+    def warm(self, voice: str = "af_heart") -> None:
+        """``synthesize`` twice in ``voice``: the first run allocates, the second is measured."""
+        for _ in range(2):
+            self.synthesize(WARM_TEXT, voice=voice)
 
     def checked(self, text: object, voice: str, speed: object) -> tuple[str, float, VoiceInfo]:
         """The text, speed and voice of a request, or the ``InvalidInput`` that explains why not."""

@@ -95,6 +95,8 @@ class Sessions:
         self.lanes, self.wide = lanes, wide
         self.narrow = narrow
         """The narrow sessions not lent out now."""
+        self.every = (wide, *narrow)
+        """Every session of the part, lent out or not."""
 
     def take(self) -> contextlib.AbstractContextManager[Any]:
         return self.lanes.lend(self.wide, self.narrow)

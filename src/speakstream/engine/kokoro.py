@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from speakstream.engine import inference
 from speakstream.engine.assets import Assets, locate
 from speakstream.engine.audio_edges import EdgePolicy, trim_edges
-from speakstream.engine.base import Ahead, CancelToken, Crowded, VoiceBankEngine, WorkClock
+from speakstream.engine.base import WARM_TEXT, Ahead, CancelToken, Crowded, VoiceBankEngine, WorkClock
 from speakstream.engine.decoding import WINDOW_PAUSE_S, WindowPolicy, word_times
 from speakstream.engine.graph import front_feed
 from speakstream.engine.languages import Language, parse_language
@@ -198,6 +198,16 @@ class KokoroEngine(VoiceBankEngine):
             text, voice, speed, cancel, opening=False, ahead=None, policy=WindowPolicy.whole(), crowded=None
         )
         return join_pieces(text, list(pieces))
+
+    def warm(self, voice: str = "af_heart") -> None:
+        """Ready to serve at full speed: ``synthesize`` twice on the wide sessions (the second
+        measures the decoder's speed), then every session of every part run on the same reply
+        (``WindowedModel.warm``): the first burst of replies after start-up uses the narrow copies
+        and the crowded decoder, whose first runs take up to twice as long."""
+        super().warm(voice)
+        if self.windowed is not None:
+            parts = self.parts(WARM_TEXT, self.check_voice(voice).speaks)
+            self.windowed.warm(parts[0], self.voice_bank, voice)
 
     def stream(
         self,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,11 @@ from speakstream.types import SAMPLE_RATE, AudioPiece, SynthesisTimings, WordTim
 
 FRAME_COST_GUESS_S = 0.009
 """Decoder seconds per frame before any is measured (2 CPU cores: about a third of real time)."""
+WARM_RUNS = 2
+"""Runs of each session before serving: ONNX Runtime's first run of a session grows its memory
+arena and the second plans its memory; until both, a 16-frame opening on a narrow copy of the
+int8 decoder took 117-132 ms against 60 after, and a 16-frame window on a narrow ``mixed`` one
+96-115 against 81 (one warm-up run left 83-91 and 85-123)."""
 SPEED_WINDOW_FRAMES = 16
 """Windows this long or longer measure the device's speed (a shorter one is mostly overhead)."""
 NARROW_SLOWDOWN = 1.5
@@ -134,6 +140,8 @@ class WindowedModel:
         """The fewest decoder seconds per frame measured on a window of ``SPEED_WINDOW_FRAMES`` or
         more: the device's own speed (``frame_cost_s`` also carries other sessions' load), which
         sizes the window that opens a reply (``WindowPolicy.opening``)."""
+        self.warmed = False
+        """Every session has run ``WARM_RUNS`` times (``warm``)."""
         self.paired_windows = 0
         """Windows whose two halves were decoded at once (``decode_pair``), counted."""
         self.replies: Callable[[], int] | None = None
@@ -297,6 +305,26 @@ class WindowedModel:
         lone = self.replies is None or self.replies() <= 1
         return lone and len(self.decoder_sessions.narrow) >= 2 and self._alone()  # both free: none lent out
 
+    def warm(self, part: Phonemized, voices: VoiceBank, voice: str) -> None:
+        """Run every session of every part (narrow copies and the crowded decoder included)
+        ``WARM_RUNS`` times on ``part`` whole, so no listener's window pays a session's first runs.
+        Its frames are the largest window each session is warmed for (a longer one grows the
+        arena again, once): a short reply warms every opening and the windows after it. Once per
+        model: a server started again on the same engine (the tests) finds it warm."""
+        if self.warmed:
+            return
+        self.warmed = True
+        style = voices.style(voice, len(part.tokens))
+        phase = np.zeros((1, 1, len(self.harmonics)), np.float32)
+        decoders = [self.decoder_sessions, *([self.crowded_sessions] if self.crowded_sessions else [])]
+        with ThreadPoolExecutor(max(1, self.narrow_count), thread_name_prefix="speakstream-warm") as pool:
+            for _ in range(WARM_RUNS):
+                front = front_feed(part.tokens, style, 1.0)
+                _, features, f0, energy = _each(pool, self.front_sessions, None, front)
+                feed = decoder_feed((features, f0, energy), style, phase)
+                for sessions in decoders:
+                    _each(pool, sessions, ["audio"], feed)
+
     def front(
         self,
         part: Phonemized,
@@ -369,6 +397,16 @@ class WindowedModel:
     def feed(u: Utterance, start: int, end: int, phase: NDArray[np.float32]) -> dict[str, Any]:
         """The decoder's inputs for frames ``[start, end)`` of ``u``, the sine source at ``phase``."""
         return decoder_feed((u.features, u.f0, u.energy), u.style, phase, start, end)
+
+
+def _each(pool: ThreadPoolExecutor, sessions: inference.Sessions, outputs: list[str] | None, feed: Any) -> Any:
+    """Every session of a part run on ``feed``: the wide one, then the narrow copies at once (a
+    share of the cores each, as they serve); the wide one's outputs."""
+    wide, *narrow = sessions.every
+    outputs_of = wide.run(outputs, feed)
+    for _ in pool.map(lambda session: session.run(outputs, feed), narrow):
+        pass
+    return outputs_of
 
 
 def timeline(utterances: list[Utterance], pause: int, cut: int) -> tuple[tuple[WordTimestamp, ...], int]:

@@ -61,8 +61,7 @@ class Runtime:
         started = time.perf_counter()
         try:
             engine = await asyncio.to_thread(self._factory)
-            for _ in range(2):  # the first run allocates; the second measures the decoder's speed
-                await asyncio.to_thread(engine.synthesize, "Ready.", voice=self.config.voice)
+            await asyncio.to_thread(engine.warm, self.config.voice)
         except SpeakstreamError as exc:
             self.load_error = exc
             log.error("engine failed to load: %s", exc.message)

@@ -1,6 +1,12 @@
 """The concurrency experiment pools every session of every run of a level."""
 
+import itertools
+from types import SimpleNamespace
 from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from speakstream.bench.experiments import concurrency
 
@@ -73,3 +79,45 @@ def test_the_report_says_how_many_runs_each_level_pooled_when_they_differ() -> N
     result = {"text_chars": 100, "modes": {"priority": levels}, "p95_over_1s_at": {"priority": None}}
     said = concurrency.markdown(result)
     assert "each level ran 3 times or more, pooling at least 20 sessions (runs: 20 at 1, 3 at 8 sessions)" in said
+
+
+@given(st.dictionaries(st.integers(1, 16), st.integers(1, 40), min_size=1, max_size=5))
+def test_a_sweep_spreads_each_level_s_runs_evenly_over_its_rounds_from_the_first(planned: dict[int, int]) -> None:
+    """A level with few runs samples the same stretch of the machine's time as one with many."""
+    rounds = concurrency.spread(planned)
+    assert len(rounds) == max(planned.values()) and sorted(rounds[0]) == sorted(planned)
+    for level, runs in planned.items():
+        at = [r for r, levels in enumerate(rounds) if level in levels]
+        assert len(at) == runs
+        gaps = [b - a for a, b in itertools.pairwise([*at, len(rounds)])]
+        assert max(gaps) - min(gaps) <= 1, (level, at)
+
+
+async def test_a_sweep_runs_its_levels_spread_and_alternates_the_modes_run_by_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ran: list[tuple[int, bool]] = []
+    scheduler = SimpleNamespace(first_chunk_priority=True)
+
+    async def one_run(ctx: Any, level: int, text: str, stagger_s: float) -> concurrency.Run:
+        ran.append((level, scheduler.first_chunk_priority))
+        return concurrency.Run([_session(100.0 * level)] * level, 1.0)
+
+    monkeypatch.setattr(concurrency, "_one_run", one_run)
+    runtime = SimpleNamespace(scheduler=scheduler, config=SimpleNamespace(first_chunk_priority=True))
+    ctx = SimpleNamespace(runtime=runtime, say=lambda _: None)
+    modes = {"on": True, "off": False}
+    out = await concurrency._sweep(ctx, "Hi.", (1, 8), "first_chunk_priority", modes, rounds=3, pooled=8)  # type: ignore[arg-type]
+    assert [row["runs"] for row in out["on"]] == [8, 3]
+    eights = [mode for level, mode in ran if level == 8]
+    assert eights == [True, False, False, True, True, False]  # alternated run by run
+    rounds = [[1, 8], [1], [1, 8], [1], [1], [1, 8], [1], [1]]  # 8 not in the first three rounds only
+    assert [level for level, _ in ran] == [level for levels in rounds for level in levels for _ in modes]
+    assert scheduler.first_chunk_priority is True  # the configured value put back
+
+
+def test_the_report_says_the_runs_were_spread_only_where_they_were() -> None:
+    result = _result(5)
+    assert "spread evenly over the sweep" not in concurrency.markdown(result)  # a run from before
+    result["spread"] = True
+    assert "spread evenly over the sweep" in concurrency.markdown(result)

@@ -39,9 +39,13 @@ class Run:
     the scheduler orders the work (None: not our server)."""
 
 
-ROUNDS = 3
+ROUNDS = 5
 """Runs of each level of the simultaneous sweep (modes alternated): its percentiles pool every
-session of every run, so the one-session value is no single reply and p95 is no single worst."""
+session of every run, so the one-session value is no single reply and p95 is no single worst.
+With 3, the 8-session level's p95 (the 2nd-highest of 24) was one slow run's: two full bench
+runs read 537.7 and 729.1 ms with runs from 366.6 to 742.2."""
+STAGGERED_ROUNDS = 3
+"""Runs of each level of the staggered sweep."""
 POOLED = 20
 """... and more runs of a level with few sessions, until it pools this many: a p95 over the 3
 replies of 3 one-session runs is their worst (200.5 ms in one bench run, against a median of
@@ -51,6 +55,19 @@ replies of 3 one-session runs is their worst (200.5 ms in one bench run, against
 def runs_of(level: int, rounds: int, pooled: int) -> int:
     """Runs of a level of ``level`` sessions: ``rounds``, or as many as pool ``pooled`` sessions."""
     return max(rounds, math.ceil(pooled / level))
+
+
+def spread(planned: dict[int, int]) -> list[list[int]]:
+    """The levels each round of a sweep runs: a level of ``planned[level]`` runs in that many
+    rounds, spread evenly over all of them from the first. Run in the first rounds only, the
+    levels with few runs (8 sessions: 3) sampled the machine's first minutes and the one-session
+    level all of them; on a shared machine whose speed drifts by a third over minutes, their
+    ratio then measured the drift as much as the engine."""
+    rounds = max(planned.values())
+    return [
+        [level for level, runs in planned.items() if math.ceil(r * runs / rounds) < math.ceil((r + 1) * runs / rounds)]
+        for r in range(rounds)
+    ]
 
 
 async def one_level(
@@ -112,13 +129,20 @@ async def run(ctx: BenchContext) -> dict[str, Any]:
         modes = {"preempt": True, "no preempt": False}
         arrivals = (4,) if ctx.quick else (2, 4, 8)
         staggered = await _sweep(  # one run a level swung from 180 to 670 ms at 4 sessions
-            ctx, text, arrivals, "preempt", modes, stagger_s=STAGGER_S, label="staggered", rounds=rounds
+            ctx,
+            text,
+            arrivals,
+            "preempt",
+            modes,
+            stagger_s=STAGGER_S,
+            label="staggered",
+            rounds=ctx.trials(STAGGERED_ROUNDS, 1),
         )
     crossing = {
         mode: next((r["sessions"] for r in rows if r["ttfa_ms"].get("p95", 0) > 1000), None)
         for mode, rows in out.items()
     }
-    return {"text_chars": len(text), "modes": out, "p95_over_1s_at": crossing, "staggered": staggered}
+    return {"text_chars": len(text), "modes": out, "p95_over_1s_at": crossing, "staggered": staggered, "spread": True}
 
 
 async def _sweep(
@@ -133,23 +157,24 @@ async def _sweep(
     rounds: int = 1,
     pooled: int = 0,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Each level ``rounds`` times, or as many as pool ``pooled`` sessions (``runs_of``), with the
-    scheduler's ``setting`` switched per mode (the order alternated by round), the configured
-    value put back after; against a server that is not ours, one mode: as configured."""
+    """Each level ``rounds`` times, or as many as pool ``pooled`` sessions (``runs_of``), its runs
+    spread over the sweep (``spread``), with the scheduler's ``setting`` switched per mode (the
+    order alternated run by run), the configured value put back after; against a server that is
+    not ours, one mode: as configured."""
     scheduler = ctx.runtime.scheduler if ctx.runtime is not None else None
     values: dict[str, bool | None] = dict(modes) if scheduler is not None else {"as configured": None}
     runs: dict[tuple[str, int], list[Run]] = {}
     planned = {level: runs_of(level, rounds, pooled) for level in levels}
     try:
-        for round_ in range(max(planned.values())):
-            for level in [n for n in levels if round_ < planned[n]]:
-                for mode, value in list(values.items())[:: 1 if round_ % 2 == 0 else -1]:
+        for round_ in spread(planned):
+            for level in round_:
+                done = len(runs.get((next(iter(values)), level), []))
+                for mode, value in list(values.items())[:: 1 if done % 2 == 0 else -1]:
                     if scheduler is not None:
                         setattr(scheduler, setting, value)
                     runs.setdefault((mode, level), []).append(await _one_run(ctx, level, text, stagger_s))
                     ttfa = _pooled(level, runs[mode, level][-1:])["ttfa_ms"].get("p95")
-                    done = f"{round_ + 1}/{planned[level]}"
-                    ctx.say(f"{label} {level} sessions ({mode}) {done}: p95 first audio {ttfa} ms")
+                    ctx.say(f"{label} {level} sessions ({mode}) {done + 1}/{planned[level]}: p95 first audio {ttfa} ms")
     finally:
         if scheduler is not None:
             setattr(scheduler, setting, getattr(ctx.runtime.config, setting))
@@ -157,6 +182,9 @@ async def _sweep(
 
 
 HEADERS = ["scheduler", "sessions", "first audio p50 ms", "p95 ms", "stall ms (mean)", "audio s per wall s", "errors"]
+SPREAD = (
+    "; a level's runs are spread evenly over the sweep, so every level samples the same stretch of the machine's time"
+)
 BOUND = "first windows' engine time / lanes, ms"
 BOUND_NOTE = (
     "\nFirst windows' engine time / lanes (mean per run): the engine's seconds on the run's first windows "
@@ -171,7 +199,9 @@ def markdown(result: dict[str, Any]) -> str:
     crossing = ", ".join(f"{mode}: {n or 'not reached'}" for mode, n in result["p95_over_1s_at"].items())
     bound, pooled = _has_bound(result["modes"]), _rounds(result["modes"])
     text = (
-        f"Each session speaks a {result['text_chars']}-character reply at the same moment{pooled}.\n\n"
+        f"Each session speaks a {result['text_chars']}-character reply at the same moment{pooled}"
+        + (SPREAD if result.get("spread") and pooled else "")
+        + ".\n\n"
         + table(_headers(bound), _rows(result["modes"], bound))
         + f"\np95 first audio crosses 1 s at (sessions): {crossing}.\n"
         + (BOUND_NOTE if bound else "")
