@@ -43,7 +43,7 @@ WARM_RUNS = 2
 """Runs of each session before serving: ONNX Runtime's first run of a session grows its memory
 arena and the second plans its memory; until both, a 16-frame opening on a narrow copy of the
 int8 decoder took 117-132 ms against 60 after, and a 16-frame window on a narrow ``mixed`` one
-96-115 against 81 (warmed once: 83-91 and 93-123)."""
+89-142 against 81-85 (warmed once: 83-91 and 91-123)."""
 SPEED_WINDOW_FRAMES = 16
 """Windows this long or longer measure the device's speed (a shorter one is mostly overhead)."""
 NARROW_SLOWDOWN = 1.5
