@@ -19,9 +19,9 @@ import numpy as np
 import onnx
 from profile_decoder import window_feed
 
-from speakstream.engine.graph import float_convolutions, split
 from speakstream.engine.kokoro import EngineConfig, KokoroEngine, session_options
-from speakstream.engine.quantize import mixed
+from speakstream.engine.model.graph import float_convolutions, split
+from speakstream.engine.model.quantize import mixed
 
 
 def _unfused(engine: KokoroEngine) -> dict[str, bytes]:

@@ -20,9 +20,9 @@ from ab_fusion import paired_times, window_arguments
 from profile_decoder import window_feed
 
 from speakstream.bench.spectra import logmel_distance
-from speakstream.engine.fusion import stft_as_convolution
-from speakstream.engine.graph import front_feed
 from speakstream.engine.kokoro import EngineConfig, KokoroEngine, session_options
+from speakstream.engine.model.fusion import stft_as_convolution
+from speakstream.engine.model.graph import front_feed
 
 TEXTS = (
     "Thanks for waiting, I found your booking.",

@@ -18,9 +18,9 @@ import numpy as np
 
 from speakstream.bench.asr import normalize_words, recognizer
 from speakstream.engine import windowed
-from speakstream.engine.audio_edges import EdgePolicy, frame_db
 from speakstream.engine.kokoro import EngineConfig, KokoroEngine
-from speakstream.engine.phonemes import windows
+from speakstream.engine.phonemes.phonemizer import windows
+from speakstream.engine.windows.edges import EdgePolicy, frame_db
 
 TEXTS = [
     "Sure, here is the next part.",

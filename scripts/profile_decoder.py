@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from speakstream.engine.decoding import FRAME_SAMPLES, sine_phase
-from speakstream.engine.graph import FEATURES
 from speakstream.engine.kokoro import EngineConfig, KokoroEngine, session_options
+from speakstream.engine.model.graph import FEATURES
 
 VOICE = "af_heart"
 WARM_UP = 3

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from speakstream.engine.kokoro import EngineConfig
-from speakstream.engine.languages import parse_language
+from speakstream.engine.phonemes.languages import parse_language
 from speakstream.errors import InvalidInput
 from speakstream.text import ChunkPolicy
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from speakstream.engine import assets, downloads
+from speakstream.engine.model import assets, downloads
 from speakstream.errors import AssetError
 
 

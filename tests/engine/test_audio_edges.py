@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from speakstream.engine.audio_edges import EdgePolicy, trim_onset
+from speakstream.engine.windows.edges import EdgePolicy, trim_onset
 
 RATE = 24_000
 

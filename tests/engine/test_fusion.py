@@ -12,9 +12,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from speakstream.engine import fusion
-from speakstream.engine.graph import decoder_feed, float_convolutions, front_feed, split
 from speakstream.engine.kokoro import KokoroEngine
+from speakstream.engine.model import fusion
+from speakstream.engine.model.graph import decoder_feed, float_convolutions, front_feed, split
 
 CHANNELS, STEPS = 8, 50
 

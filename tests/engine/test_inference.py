@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from speakstream.engine.base import CancelToken, SynthesisCancelled
-from speakstream.engine.inference import Lanes, run, run_pair
+from speakstream.engine.windows.cores import Lanes, run, run_pair
 from speakstream.errors import EngineError
 
 

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from speakstream.bench.asr import Recognizer, corpus_wer, timestamp_agreement
-from speakstream.engine.audio_edges import EdgePolicy, frame_db
 from speakstream.engine.base import WARM_TEXT, CancelToken
 from speakstream.engine.decoding import FRAME_SAMPLES
 from speakstream.engine.kokoro import EngineConfig, KokoroEngine
-from speakstream.engine.phonemes import MAX_TOKENS, windows
+from speakstream.engine.phonemes.phonemizer import MAX_TOKENS, windows
 from speakstream.engine.windowed import NARROW_SLOWDOWN, ONSET_REACH_S, WARM_RUNS
+from speakstream.engine.windows.edges import EdgePolicy, frame_db
 from speakstream.errors import InvalidInput, UnknownVoice
 from speakstream.types import SAMPLE_RATE, AudioPiece
 

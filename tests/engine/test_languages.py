@@ -8,10 +8,10 @@ import sys
 import numpy as np
 import pytest
 
-from speakstream.engine import g2p
-from speakstream.engine.languages import BY_LETTER, all_languages, of_voice, parse_language
-from speakstream.engine.normalize import normalize
-from speakstream.engine.scripts import check_script
+from speakstream.engine.phonemes import g2p
+from speakstream.engine.phonemes.languages import BY_LETTER, all_languages, of_voice, parse_language
+from speakstream.engine.phonemes.normalize import normalize
+from speakstream.engine.phonemes.scripts import check_script
 from speakstream.engine.voices import VoiceBank, split_language, voice_info
 from speakstream.errors import EngineError, InvalidInput, UnknownVoice
 

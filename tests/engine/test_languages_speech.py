@@ -14,7 +14,7 @@ from speakstream.bench.asr import Recognizer, error_rate
 from speakstream.bench.experiments.languages import scored, whisper_code
 from speakstream.data import language_samples
 from speakstream.engine.kokoro import EngineConfig, KokoroEngine
-from speakstream.engine.languages import all_languages
+from speakstream.engine.phonemes.languages import all_languages
 from speakstream.errors import InvalidInput
 
 pytestmark = [pytest.mark.slow]
@@ -83,7 +83,7 @@ def test_streamed_pieces_join_to_the_whole_in_a_cjk_language(kokoro: KokoroEngin
 def test_an_english_only_phonemizer_imports_no_other_g2p() -> None:
     code = (
         "import sys\n"
-        "from speakstream.engine.phonemes import Phonemizer\n"
+        "from speakstream.engine.phonemes.phonemizer import Phonemizer\n"
         "p = Phonemizer(); p.load(); p.phonemize('Hello there.')\n"
         "others = ('jieba', 'fugashi', 'cn2an', 'pypinyin', 'misaki.cutlet')\n"
         "print(p.loaded(), sorted(m for m in others if m in sys.modules))"

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from speakstream.engine.languages import parse_language
-from speakstream.engine.normalize import normalize
+from speakstream.engine.phonemes.languages import parse_language
+from speakstream.engine.phonemes.normalize import normalize
 from speakstream.engine.voices import MAX_SPEC_CHARS, VoiceBank
 from speakstream.errors import UnknownVoice
 from tests.scaling import RATIO_LIMIT, UNITS, growth, hostile_units

@@ -1,6 +1,6 @@
 import pytest
 
-from speakstream.engine.normalize import normalize
+from speakstream.engine.phonemes.normalize import normalize
 
 
 @pytest.mark.parametrize(

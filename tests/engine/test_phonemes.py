@@ -1,7 +1,7 @@
 import pytest
 
-from speakstream.engine.languages import parse_language
-from speakstream.engine.phonemes import Phonemizer, windows
+from speakstream.engine.phonemes.languages import parse_language
+from speakstream.engine.phonemes.phonemizer import Phonemizer, windows
 
 pytestmark = pytest.mark.model
 

@@ -10,9 +10,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from speakstream.bench.spectra import logmel_distance
-from speakstream.engine import quantize
-from speakstream.engine.graph import decoder_feed, front_feed
 from speakstream.engine.kokoro import KokoroEngine
+from speakstream.engine.model import quantize
+from speakstream.engine.model.graph import decoder_feed, front_feed
 
 CONV = quantize.QUANTIZED[1] + "convs1.0/Conv_speakstream"
 KEPT = f"{quantize.GENERATOR}/resblocks.3/convs1.0/Conv_speakstream"

@@ -14,8 +14,8 @@ import pytest
 from speakstream.bench.asr import Recognizer, corpus_wer
 from speakstream.engine.decoding import FRAME_SAMPLES, WindowPolicy, decode_windows
 from speakstream.engine.kokoro import KokoroEngine
-from speakstream.engine.normalize import normalize
-from speakstream.engine.phonemes import windows
+from speakstream.engine.phonemes.normalize import normalize
+from speakstream.engine.phonemes.phonemizer import windows
 from speakstream.engine.windowed import Utterance, word_boundaries
 
 VOICE = "am_onyx"

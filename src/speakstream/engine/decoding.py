@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from speakstream.engine.phonemes import Phonemized
+from speakstream.engine.phonemes.phonemizer import Phonemized
 from speakstream.types import SAMPLE_RATE, WordTimestamp
 
 FRAME_SAMPLES = 600

@@ -12,17 +12,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from speakstream.engine import inference
-from speakstream.engine.assets import Assets, locate
-from speakstream.engine.audio_edges import EdgePolicy, trim_edges
 from speakstream.engine.base import WARM_TEXT, Ahead, CancelToken, Crowded, VoiceBankEngine, WorkClock
 from speakstream.engine.decoding import WINDOW_PAUSE_S, WindowPolicy, word_times
-from speakstream.engine.graph import front_feed
-from speakstream.engine.languages import Language, parse_language
-from speakstream.engine.normalize import normalize
-from speakstream.engine.phonemes import Phonemized, Phonemizer, windows
+from speakstream.engine.model.assets import Assets, locate
+from speakstream.engine.model.graph import front_feed
+from speakstream.engine.phonemes.languages import Language, parse_language
+from speakstream.engine.phonemes.normalize import normalize
+from speakstream.engine.phonemes.phonemizer import Phonemized, Phonemizer, windows
 from speakstream.engine.voices import VoiceBank
 from speakstream.engine.windowed import WindowedModel
+from speakstream.engine.windows import cores as inference
+from speakstream.engine.windows.edges import EdgePolicy, trim_edges
 from speakstream.errors import EngineError, InvalidInput
 from speakstream.types import SAMPLE_RATE, AudioChunk, AudioPiece, SynthesisTimings, WordTimestamp, join_pieces
 

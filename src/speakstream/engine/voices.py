@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from speakstream.engine.languages import Language, all_languages, of_voice, parse_language
+from speakstream.engine.phonemes.languages import Language, all_languages, of_voice, parse_language
 from speakstream.errors import InvalidInput, UnknownVoice
 
 STYLE_ROWS = 510

@@ -17,9 +17,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from speakstream.engine import inference
-from speakstream.engine.assets import Assets
-from speakstream.engine.audio_edges import EdgePolicy, trim_onset
 from speakstream.engine.base import Ahead, CancelToken, Crowded, WorkClock
 from speakstream.engine.decoding import (
     FRAME_SAMPLES,
@@ -32,9 +29,12 @@ from speakstream.engine.decoding import (
     speech_span,
     word_times,
 )
-from speakstream.engine.graph import decoder_feed, front_feed
-from speakstream.engine.phonemes import Phonemized
+from speakstream.engine.model.assets import Assets
+from speakstream.engine.model.graph import decoder_feed, front_feed
+from speakstream.engine.phonemes.phonemizer import Phonemized
 from speakstream.engine.voices import VoiceBank
+from speakstream.engine.windows import cores as inference
+from speakstream.engine.windows.edges import EdgePolicy, trim_onset
 from speakstream.types import SAMPLE_RATE, AudioPiece, SynthesisTimings, WordTimestamp
 
 FRAME_COST_GUESS_S = 0.009

@@ -19,7 +19,7 @@ from typing import Any
 
 from speakstream.audio import Encoder, audio_format, open_encoder, output_rate
 from speakstream.engine.base import check_speed
-from speakstream.engine.scripts import check_script
+from speakstream.engine.phonemes.scripts import check_script
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import CHUNKING
 from speakstream.scheduler import Job, PlaybackClock, Scheduler

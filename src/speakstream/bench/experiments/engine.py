@@ -21,7 +21,7 @@ from speakstream.bench.context import BenchContext
 from speakstream.bench.stats import ratio, summary
 from speakstream.bench.tables import table
 from speakstream.data import bench_text
-from speakstream.engine.assets import Assets
+from speakstream.engine.model.assets import Assets
 
 NAME = "engine"
 TITLE = "Engine: speakstream vs kokoro-onnx (Kokoro.create)"
@@ -109,8 +109,8 @@ def _peak_memory(name: str, text: str) -> float | None:
 
 
 def _probe(name: str, text: str) -> None:
-    from speakstream.engine.assets import locate
     from speakstream.engine.kokoro import EngineConfig, KokoroEngine
+    from speakstream.engine.model.assets import locate
 
     if name.startswith("speakstream"):
         graph = "timed" if "int8" in name else "fast"

@@ -23,7 +23,7 @@ from speakstream.bench.stats import summary
 from speakstream.bench.tables import table
 from speakstream.client import SpeechSession
 from speakstream.data import language_samples
-from speakstream.engine.languages import all_languages
+from speakstream.engine.phonemes.languages import all_languages
 from speakstream.types import join_pieces
 
 NAME = "languages"

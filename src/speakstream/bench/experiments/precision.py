@@ -25,8 +25,8 @@ from speakstream.bench.spectra import logmel_distance
 from speakstream.bench.stats import ratio, summary
 from speakstream.bench.tables import table
 from speakstream.engine.decoding import WindowPolicy
-from speakstream.engine.graph import PHASE, decoder_feed, front_feed
 from speakstream.engine.kokoro import KokoroEngine, session_options
+from speakstream.engine.model.graph import PHASE, decoder_feed, front_feed
 
 NAME = "precision"
 TITLE = "Decoder precision: mixed (partly int8) and int8 against float"

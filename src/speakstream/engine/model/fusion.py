@@ -21,7 +21,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from speakstream.engine.graph import GENERATOR, Index, prune
+from speakstream.engine.model.graph import GENERATOR, Index, prune
 
 SCOPE = GENERATOR + "/"
 """The names of the nodes rewritten begin with this: only the generator's are. The norms before it

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from speakstream.engine import downloads
+from speakstream.engine.model import downloads
 from speakstream.errors import AssetError
 
 MODEL_SHA256 = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb"
@@ -246,9 +246,9 @@ def _derive(assets: Assets) -> list[str]:
     """Make the derived graphs from the verified model (once)."""
     import onnx  # heavy; only needed here
 
-    from speakstream.engine.fusion import faster
-    from speakstream.engine.graph import add_durations, float_convolutions, split
-    from speakstream.engine.quantize import quantized
+    from speakstream.engine.model.fusion import faster
+    from speakstream.engine.model.graph import add_durations, float_convolutions, split
+    from speakstream.engine.model.quantize import quantized
 
     made: list[str] = []
     stamp = assets.derived_dir / "derived.json"

@@ -44,8 +44,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from speakstream.engine.graph import GENERATOR, Index, decoder_feed, front_feed, prune, sine_constants
-from speakstream.engine.phonemes import Phonemizer
+from speakstream.engine.model.graph import GENERATOR, Index, decoder_feed, front_feed, prune, sine_constants
+from speakstream.engine.phonemes.phonemizer import Phonemizer
 from speakstream.engine.voices import VoiceBank
 
 QUANTIZED = tuple(f"{GENERATOR}/{part}" for part in ("noise_res.", "resblocks.0/", "resblocks.1/", "resblocks.2/"))

@@ -9,7 +9,7 @@ import itertools
 import re
 from collections.abc import Callable
 
-from speakstream.engine.g2p.tokens import PUNCTUATION, Token
+from speakstream.engine.phonemes.g2p.tokens import PUNCTUATION, Token
 
 _PIECES = re.compile(r"([\u3400-\u4dbf\u4e00-\u9fff]+)|([A-Za-z][A-Za-z'’-]*)|(\s+)|(.)", re.DOTALL)
 

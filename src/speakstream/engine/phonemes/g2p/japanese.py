@@ -11,7 +11,7 @@ import itertools
 import warnings
 from typing import Any
 
-from speakstream.engine.g2p.tokens import PUNCTUATION, Token, split_marks
+from speakstream.engine.phonemes.g2p.tokens import PUNCTUATION, Token, split_marks
 
 _OPEN_QUOTES = '"«“'
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from speakstream.engine.g2p.tokens import Token
-from speakstream.engine.languages import Language
+from speakstream.engine.phonemes.g2p.tokens import Token
+from speakstream.engine.phonemes.languages import Language
 from speakstream.errors import EngineError
 
 G2P = Callable[[str], list[Token]]
@@ -19,19 +19,19 @@ def load(language: Language, english: G2P) -> G2P:
     """A new G2P for ``language`` (imports its libraries only now); ``english`` reads the Latin
     words inside Chinese text."""
     if language.g2p == "english":
-        from speakstream.engine.g2p.english import english as load_english
+        from speakstream.engine.phonemes.g2p.english import english as load_english
 
         return load_english(british=language.british)
     if language.g2p == "espeak":
-        from speakstream.engine.g2p.espeak import EspeakWords
+        from speakstream.engine.phonemes.g2p.espeak import EspeakWords
 
         return EspeakWords(language.espeak_voice)
     try:
         if language.g2p == "chinese":
-            from speakstream.engine.g2p.chinese import ChineseWords
+            from speakstream.engine.phonemes.g2p.chinese import ChineseWords
 
             return ChineseWords(english)
-        from speakstream.engine.g2p.japanese import JapaneseWords
+        from speakstream.engine.phonemes.g2p.japanese import JapaneseWords
 
         return JapaneseWords()
     except ImportError as exc:

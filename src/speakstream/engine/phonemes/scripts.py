@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from speakstream.engine.languages import Language
+from speakstream.engine.phonemes.languages import Language
 from speakstream.errors import InvalidInput
 
 _SCRIPTS = {

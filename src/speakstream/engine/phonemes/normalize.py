@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from speakstream.engine.languages import Language
-from speakstream.engine.normalize_other import normalize_other
+from speakstream.engine.phonemes.languages import Language
+from speakstream.engine.phonemes.normalize_other import normalize_other
 
 _MONTHS = "January February March April May June July August September October November December".split()
 _DOMAIN_WORDS = r"(?:com|org|net|io|ai|dev|app|co|uk|de|fr|eu|edu|gov|info|biz|us|ca|html?|php)"

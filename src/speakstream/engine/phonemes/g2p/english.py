@@ -12,7 +12,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from speakstream.engine.g2p.tokens import Token
+from speakstream.engine.phonemes.g2p.tokens import Token
 
 
 def english(*, british: bool) -> Callable[[str], list[Token]]:

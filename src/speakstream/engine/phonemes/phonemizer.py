@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from functools import cache
 
 from speakstream.data import read_text
-from speakstream.engine import g2p
-from speakstream.engine.g2p import G2P, Token
-from speakstream.engine.languages import BY_LETTER, Language
-from speakstream.engine.scripts import check_script
+from speakstream.engine.phonemes import g2p
+from speakstream.engine.phonemes.g2p import G2P, Token
+from speakstream.engine.phonemes.languages import BY_LETTER, Language
+from speakstream.engine.phonemes.scripts import check_script
 
 MAX_TOKENS = 510
 _SENTENCE_MARKS = frozenset(".!?…")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 
-from speakstream.engine.g2p.tokens import Token, split_marks
+from speakstream.engine.phonemes.g2p.tokens import Token, split_marks
 
 _HINDI_STOPS = str.maketrans({"।": ".", "॥": "."})
 _WORD = re.compile(r"\S+")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from speakstream.engine.languages import Language
+from speakstream.engine.phonemes.languages import Language
 
 _CURRENCY = {
     "es": {"€": "euros", "$": "dólares", "£": "libras"},
