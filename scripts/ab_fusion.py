@@ -19,14 +19,15 @@ import numpy as np
 import onnx
 from profile_decoder import window_feed
 
-from speakstream.engine.kokoro import EngineConfig, KokoroEngine, session_options
+from speakstream.engine.config import EngineConfig, session_options
+from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.model.graph import float_convolutions, split
-from speakstream.engine.model.quantize import mixed
+from speakstream.engine.model.quantize import quantized
 
 
 def _unfused(engine: KokoroEngine) -> dict[str, bytes]:
     front, decoder = split(float_convolutions(onnx.load(str(engine.assets.graph("timed")))))
-    made = mixed(decoder, front, engine.assets.voices_dir)
+    made = quantized(decoder, front, engine.assets.voices_dir)["mixed"]
     return {"float": decoder.SerializeToString(), "mixed": made.SerializeToString()}
 
 

@@ -1,4 +1,4 @@
-"""The generator's STFT as a convolution (``fusion.stft_as_convolution``) against the export's.
+"""The generator's STFT as a convolution (``stft_conv.stft_as_convolution``) against the export's.
 
     python scripts/ab_stft.py [--frames 41] [--runs 30] [--threads 1 2]
 
@@ -18,10 +18,11 @@ import numpy as np
 import onnx
 from ab_fusion import paired_times, window_arguments
 from profile_decoder import window_feed
+from stft_conv import stft_as_convolution
 
 from speakstream.bench.spectra import logmel_distance
-from speakstream.engine.kokoro import EngineConfig, KokoroEngine, session_options
-from speakstream.engine.model.fusion import stft_as_convolution
+from speakstream.engine.config import EngineConfig, session_options
+from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.model.graph import front_feed
 
 TEXTS = (

@@ -4,9 +4,10 @@
 
 Over the streaming experiment's 35 utterances (the accuracy sentences and the 40-word one, five
 voices), on the same front output: whole decoding, then the windowed decoding a crowded reply gets
-(``WindowPolicy.crowding``, its opening of ``crowded_frames``), its opening window decoded by each
-decoder and every other window by the ``mixed`` one. Prints Whisper's WER, the log-mel distance to
-whole decoding over the first 0.5 s and over the whole utterance, and the largest sample step
+(a load that says ``crowded``: its opening of ``crowded_frames``), its opening window decoded by
+each decoder (``OpeningPolicy.crowded_decoder``) and every other window by the ``mixed`` one.
+Prints Whisper's WER, the log-mel distance to whole decoding over the first 0.5 s and over the
+whole utterance, and the largest sample step
 within 5 ms of the seam after the opening as a share of the utterance's 99.9th percentile step.
 Then the time of one opening's decode (its lead context, ``crowded_frames`` and its context after
 it) on one thread, as on a narrow lane: the median of ``--runs``, the decoders taken in turn.
@@ -19,7 +20,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -29,9 +29,11 @@ from speakstream.bench.asr import Recognizer, corpus_wer, recognizer
 from speakstream.bench.experiments.accuracy import SENTENCES, VOICES
 from speakstream.bench.experiments.streaming import FORTY_WORDS, decode_timed, utterance
 from speakstream.bench.spectra import logmel_distance
-from speakstream.engine.decoding import WindowPolicy
-from speakstream.engine.kokoro import EngineConfig, KokoroEngine, session_options
-from speakstream.engine.windowed import Utterance, WindowedModel
+from speakstream.engine.config import EngineConfig, session_options
+from speakstream.engine.kokoro import KokoroEngine
+from speakstream.engine.windows.front import Utterance
+from speakstream.engine.windows.policy import WindowPolicy
+from speakstream.types import Load
 
 DECODERS = ("mixed", "int8")
 FIRST_S = 12_000
@@ -55,20 +57,15 @@ FIRST_WORDS = (
 """Short replies, many beginning with a sound that is hard to hear in a short window."""
 
 
-def _crowded(model: WindowedModel, u: Utterance, decoder: str) -> list[NDArray[np.float32]]:
+def _on(engine: KokoroEngine, decoder: str) -> WindowPolicy:
+    """The engine's policy with a crowded opening decoded by ``decoder`` (``int8``, or ``mixed``)."""
+    opening = dataclasses.replace(engine.policy.opening, crowded_decoder=decoder == "int8")
+    return dataclasses.replace(engine.policy, opening=opening)
+
+
+def _crowded(engine: KokoroEngine, u: Utterance, decoder: str) -> list[NDArray[np.float32]]:
     """``u`` decoded as a crowded reply's opening chunk, its first window by ``decoder``."""
-    opening = [model.crowded_sessions] if decoder == "int8" else []
-    decode = model.decode
-
-    def first_on(*args: Any, sessions: Any = None) -> NDArray[np.float32]:
-        return decode(*args, sessions=opening.pop() if opening else sessions)
-
-    model.decode = first_on  # type: ignore[method-assign]
-    try:
-        policy = model.policy.crowding()
-        return decode_timed(model, u, policy, opening=policy.crowded_frames)[0]
-    finally:
-        model.decode = decode  # type: ignore[method-assign]
+    return decode_timed(engine, u, _on(engine, decoder), load=Load(crowded=True))[0]
 
 
 def _seam_step(pieces: list[NDArray[np.float32]]) -> float:
@@ -78,17 +75,17 @@ def _seam_step(pieces: list[NDArray[np.float32]]) -> float:
 
 
 def _sound(engine: KokoroEngine, voices: int) -> Recognizer:
-    model, asr = engine.windowed, recognizer()
-    assert model is not None and model.crowded_sessions is not None
+    asr = recognizer()
+    assert engine.runner is not None and engine.runner.model.crowded is not None
     heard: dict[str, list[tuple[str, str]]] = {"whole": [], **{d: [] for d in DECODERS}}
     found: dict[str, list[tuple[float, float, float]]] = {d: [] for d in DECODERS}
     for voice in VOICES[:voices]:
         for text in [*SENTENCES, FORTY_WORDS]:
-            u = utterance(engine, model, text, voice)
-            whole = np.concatenate(decode_timed(model, u, WindowPolicy.whole())[0])
+            u = utterance(engine, text, voice)
+            whole = np.concatenate(decode_timed(engine, u, WindowPolicy.whole())[0])
             heard["whole"].append((text, asr.transcribe(whole, 24_000).text))
             for decoder in DECODERS:
-                pieces = _crowded(model, u, decoder)
+                pieces = _crowded(engine, u, decoder)
                 audio = np.concatenate(pieces)
                 first = logmel_distance(whole[:FIRST_S], audio[:FIRST_S])
                 found[decoder].append((first, logmel_distance(whole, audio), _seam_step(pieces)))
@@ -108,10 +105,10 @@ def _sound(engine: KokoroEngine, voices: int) -> Recognizer:
 def _time(engine: KokoroEngine, runs: int) -> None:
     import onnxruntime as ort
 
-    model = engine.windowed
-    assert model is not None
-    policy = model.policy
-    frames = policy.lead_context_frames + policy.crowded_frames + (policy.opening_context_frames or 0)
+    policy = engine.policy
+    frames = (
+        policy.seams.lead_context_frames + policy.opening.crowded_frames + (policy.opening.context_after_frames or 0)
+    )
     feed = window_feed(engine, frames)
     options = session_options(1, 1, spin=False)
     sessions = {
@@ -130,24 +127,19 @@ def _time(engine: KokoroEngine, runs: int) -> None:
 
 
 def _first_words(engine: KokoroEngine, asr: Recognizer, voices: int) -> None:
-    model = engine.windowed
-    assert model is not None
-    policy, int8 = model.policy, model.crowded_sessions
     lost: dict[str, list[tuple[str, int, str, str]]] = {d: [] for d in DECODERS}
-    try:
-        for voice in VOICES[:voices]:
-            for text in FIRST_WORDS:
-                for frames in (8, 10, 14):
-                    model.policy = dataclasses.replace(policy, crowded_frames=frames, first_frames=min(frames, 16))
-                    for decoder in DECODERS:
-                        model.crowded_sessions = int8 if decoder == "int8" else None
-                        pieces = engine.stream(text, voice=voice, crowded=lambda: True)
-                        heard = asr.transcribe(np.concatenate([p.samples for p in pieces]), 24_000).text
-                        first = text.split()[0].strip(",.")
-                        if corpus_wer([(first, heard.split()[0] if heard else "")]) > 0:
-                            lost[decoder].append((voice, frames, text, heard))
-    finally:
-        model.policy, model.crowded_sessions = policy, int8
+    for voice in VOICES[:voices]:
+        for text in FIRST_WORDS:
+            for frames in (8, 10, 14):
+                for decoder in DECODERS:
+                    policy = _on(engine, decoder)
+                    opening = dataclasses.replace(policy.opening, crowded_frames=frames, least_frames=min(frames, 16))
+                    stream = engine.windowed(text, voice=voice, policy=dataclasses.replace(policy, opening=opening))
+                    pieces = stream.pieces(Load(crowded=True))
+                    heard = asr.transcribe(np.concatenate([p.samples for p in pieces]), 24_000).text
+                    first = text.split()[0].strip(",.")
+                    if corpus_wer([(first, heard.split()[0] if heard else "")]) > 0:
+                        lost[decoder].append((voice, frames, text, heard))
     openings = voices * len(FIRST_WORDS) * 3
     for decoder, found in lost.items():
         print(f"{decoder}: first word lost in {len(found)} of {openings} crowded openings")

@@ -2,9 +2,9 @@
 
     python scripts/first_burst.py [--trials 2] [--sessions 4,8,8,8]
 
-Each trial starts a fresh in-process server twice, once with ``Engine.warm`` as it is (every
-session of every part run twice: ``WindowedModel.warm``) and once with only the wide sessions
-warmed (``synthesize`` twice, as before), the order alternating. Each server meets one listener,
+Each trial starts a fresh in-process server twice, once with the engine's warm-up as it is (every
+copy of every part run twice: ``EngineConfig.warm_runs``) and once with only the wide copies
+warmed (``warm_runs=0``: ``synthesize`` twice), the order alternating. Each server meets one listener,
 then ``--sessions`` at once in turn, each speaking the four-sentence bench reply. Prints each
 burst's p95 first audio and the first windows' engine time per lane: a burst that pays sessions'
 first runs shows in both, the first crowded one most (its openings run on the narrow copies of
@@ -15,37 +15,30 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from speakstream.bench.context import BenchContext
 from speakstream.bench.experiments.concurrency import one_level
 from speakstream.config import ServerConfig
 from speakstream.data import bench_text
-from speakstream.engine.windowed import WindowedModel
+from speakstream.engine.config import EngineConfig
+from speakstream.engine.kokoro import KokoroEngine
 from speakstream.server.app import create_app
 from speakstream.server.serve import ThreadedServer
 
-ARMS = ("warm", "wide only")
-
-
-@contextlib.contextmanager
-def warming(arm: str) -> Iterator[None]:
-    """``WindowedModel.warm`` as it is, or doing nothing (the wide sessions only: ``synthesize``)."""
-    saved = WindowedModel.warm
-    if arm == "wide only":
-        WindowedModel.warm = lambda self, *args, **kwargs: None  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        WindowedModel.warm = saved  # type: ignore[method-assign]
+ARMS = {"warm": EngineConfig().warm_runs, "wide only": 0}
+"""Each arm's ``EngineConfig.warm_runs``."""
 
 
 def bursts(arm: str, levels: list[int]) -> list[dict[str, Any]]:
     """One fresh server with ``arm``'s warm-up: one listener, then each level at once."""
-    with warming(arm):
-        server = ThreadedServer(create_app(ServerConfig())).start()
+    config = ServerConfig()
+
+    def factory() -> KokoroEngine:
+        return KokoroEngine(replace(config.engine_config(), warm_runs=ARMS[arm]))
+
+    server = ThreadedServer(create_app(config, engine_factory=factory)).start()
     try:
         ctx = BenchContext.in_process(server)
 
@@ -65,7 +58,7 @@ def main() -> None:
     args = parser.parse_args()
     levels = [int(n) for n in args.sessions.split(",")]
     for trial in range(args.trials):
-        for arm in ARMS[:: 1 if trial % 2 == 0 else -1]:
+        for arm in list(ARMS)[:: 1 if trial % 2 == 0 else -1]:
             rows = bursts(arm, levels)
             cells = [f"{r['sessions']}: {r['ttfa_ms']['p95']:.1f} ({r['first_windows_ms']:.1f})" for r in rows]
             print(

@@ -3,11 +3,12 @@
     python scripts/onset_reach.py [--reaches 0,0.13] [--voices 28]
 
 Kokoro's decoder starts a word's sound before the word's frames (by the durations). A chunk is
-decoded from ``ONSET_REACH_S`` (and the lead) before its first word, and its first piece cut to
-its speech (``audio_edges.trim_onset``); a reach of 0 cuts at the durations, as before. For each
-reach, over 16 short texts and the English voices: the loudest 10 ms that the chunk's head cut
-away (dB under the peak of the same utterance decoded from its first frame), the silence the
-chunk starts with, and how often Whisper heard the first word (six voices, twelve texts).
+decoded from ``EdgePolicy.onset_reach_s`` (and the lead) before its first word, and its first piece
+cut to its speech (``edges.trim_onset``); a reach of 0 cuts at the durations, as before. For each
+reach (an engine built with it), over 16 short texts and the English voices: the loudest 10 ms that
+the chunk's head cut away (dB under the peak of the same utterance decoded from its first frame),
+the silence the chunk starts with, and how often Whisper heard the first word (six voices, twelve
+texts).
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import argparse
 import numpy as np
 
 from speakstream.bench.asr import normalize_words, recognizer
-from speakstream.engine import windowed
-from speakstream.engine.kokoro import EngineConfig, KokoroEngine
+from speakstream.engine.config import EngineConfig
+from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.phonemes.phonemizer import windows
 from speakstream.engine.windows.edges import EdgePolicy, frame_db
+from speakstream.engine.windows.planner import Span
 
 TEXTS = [
     "Sure, here is the next part.",
@@ -48,12 +50,12 @@ FRAME = 240
 def _head(engine: KokoroEngine, text: str, voice: str) -> tuple[float, float]:
     """The loudest 10 ms cut before the chunk's first sample (dB under the peak), and the silence
     it starts with (ms before its first 10 ms within the edge threshold)."""
-    model = engine.windowed
-    assert model is not None
+    runner = engine.runner
+    assert runner is not None
     part = windows(engine.phonemizer.phonemize(text))[0]
-    u = model.front(part, engine.voice_bank, voice, 1.0, text, None, EdgePolicy())
-    decoded = model.decode(u, 0, u.frames, np.zeros((1, 1, len(model.harmonics)), np.float32), None)
-    whole = frame_db(decoded, 24_000)
+    style = engine.voice_bank.style(voice, len(part.tokens))
+    u = runner.front(part, style, 1.0, text, None, edges=engine.edges)
+    whole = frame_db(runner.decode(u, Span(0, u.frames, 0, u.frames), None), 24_000)
     chunk = engine.synthesize(text, voice=voice)
     start = u.head + round((u.words[0].start_s - chunk.words[0].start_s) * 24_000)
     cut = float(whole[: start // FRAME].max()) if start >= FRAME else -120.0
@@ -63,18 +65,17 @@ def _head(engine: KokoroEngine, text: str, voice: str) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reaches", default=f"0,{windowed.ONSET_REACH_S}")
+    parser.add_argument("--reaches", default=f"0,{EdgePolicy().onset_reach_s}")
     parser.add_argument("--voices", type=int, default=28, help="the first this many English voices")
     args = parser.parse_args()
-    engine = KokoroEngine(EngineConfig())
-    english = [name for name in engine.voice_bank.names if name[:2] in ("af", "am", "bf", "bm")]
     asr = recognizer()
     print(
         "reach s | chunks | loudest cut, dB: median / p90 / max | over -30 dB "
         "| starting silence ms: median / max | first words heard"
     )
     for reach in (float(r) for r in args.reaches.split(",")):
-        windowed.ONSET_REACH_S = reach  # read by WindowedModel.front and opening_frames at each call
+        engine = KokoroEngine(EngineConfig(edges=EdgePolicy(onset_reach_s=reach)))
+        english = [name for name in engine.voice_bank.names if name[:2] in ("af", "am", "bf", "bm")]
         heads = np.array([_head(engine, t, v) for v in english[: args.voices] for t in TEXTS])
         heard = [
             normalize_words(asr.transcribe(engine.synthesize(t, voice=v).samples, 24_000).text)[:1]

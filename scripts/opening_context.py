@@ -5,10 +5,11 @@
 Over the streaming experiment's 35 utterances (the accuracy sentences and the 40-word one, five
 voices), on the same front output: whole decoding, then the windowed decoding with each context
 after the opening window (``seam``: the seam's own, 8 between words or 12 inside one), every other
-window fixed (``--opening`` frames, then the engine's growth without a budget) so that only that
-context differs. Prints Whisper's WER, the log-mel distance to whole decoding within 0.25 s of
-the opening seam and over the whole utterance, the largest sample step within 5 ms of that seam,
-and the opening window's decode time (median of 3, the settings taken in turn).
+window fixed (an opening of ``--opening`` frames: the least opening on a fast decoder pinned; then
+the engine's growth without a budget) so that only that context differs. Prints Whisper's WER, the
+log-mel distance to whole decoding within 0.25 s of the opening seam and over the whole utterance,
+the largest sample step within 5 ms of that seam, and the opening window's decode time (median of
+3, the settings taken in turn).
 """
 
 from __future__ import annotations
@@ -23,9 +24,13 @@ from speakstream.bench.asr import corpus_wer, recognizer
 from speakstream.bench.experiments.accuracy import SENTENCES, VOICES
 from speakstream.bench.experiments.streaming import FORTY_WORDS, SEAM_REACH, decode_timed, utterance
 from speakstream.bench.spectra import logmel_distance
-from speakstream.engine.decoding import WindowPolicy
-from speakstream.engine.kokoro import EngineConfig, KokoroEngine
+from speakstream.engine.config import EngineConfig
+from speakstream.engine.kokoro import KokoroEngine
+from speakstream.engine.windows.policy import WindowPolicy
+from speakstream.engine.windows.speed import Speed
 
+FAST = Speed.fixed(0.001)
+"""A decoder pinned this fast opens with the least opening (``--opening``)."""
 NEAR = 6_000
 """0.25 s at 24 kHz: how near the opening seam the log-mel distance is taken."""
 RUNS = 3
@@ -39,23 +44,25 @@ def main() -> None:
     args = parser.parse_args()
     contexts = [None if c == "seam" else int(c) for c in args.contexts.split(",")]
     engine = KokoroEngine(EngineConfig())
-    model = engine.windowed
-    if model is None:
+    if engine.runner is None:
         raise SystemExit("needs the fast graph (windowed decoding)")
+    base = engine.policy
     asr = recognizer()
     heard: dict[int | str | None, list[tuple[str, str]]] = {"whole": [], **{c: [] for c in contexts}}
     found: dict[int | None, list[tuple[float, float, float, float]]] = {c: [] for c in contexts}
     for voice in VOICES[: args.voices]:
         for text in [*SENTENCES, FORTY_WORDS]:
-            u = utterance(engine, model, text, voice)
-            whole = np.concatenate(decode_timed(model, u, WindowPolicy.whole())[0])
+            u = utterance(engine, text, voice)
+            whole = np.concatenate(decode_timed(engine, u, WindowPolicy.whole())[0])
             heard["whole"].append((text, asr.transcribe(whole, 24_000).text))
             times: dict[int | None, list[float]] = {c: [] for c in contexts}
             audio: dict[int | None, list[NDArray[np.float32]]] = {}
             for _ in range(RUNS):
                 for context in contexts:
-                    policy = dataclasses.replace(model.policy, opening_context_frames=context, split_frames=0)
-                    audio[context], _, first = decode_timed(model, u, policy, opening=args.opening)
+                    opening = dataclasses.replace(base.opening, context_after_frames=context, least_frames=args.opening)
+                    split = dataclasses.replace(base.split, frames=0)
+                    policy = dataclasses.replace(base, opening=opening, split=split)
+                    audio[context], _, first = decode_timed(engine, u, policy, speed=FAST)
                     times[context].append(first)
             for context in contexts:
                 pieces = audio[context]

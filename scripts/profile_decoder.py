@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from speakstream.engine.decoding import FRAME_SAMPLES, sine_phase
-from speakstream.engine.kokoro import EngineConfig, KokoroEngine, session_options
+from speakstream.engine.config import EngineConfig, session_options
+from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.model.graph import FEATURES
+from speakstream.engine.windows.planner import Span
 
 VOICE = "af_heart"
 WARM_UP = 3
@@ -35,13 +36,14 @@ TEXT = "Thanks for waiting, I found your booking for Thursday morning, and your 
 def window_feed(engine: KokoroEngine, frames: int) -> dict[str, Any]:
     """The decoder's inputs for a window that starts, as a reply's first does, its lead context
     before the speech."""
-    model = engine.windowed
-    assert model is not None
+    runner = engine.runner
+    assert runner is not None
     part = engine.parts(TEXT, engine.check_voice(VOICE).speaks)[0]
-    u = model.front(part, engine.voice_bank, VOICE, 1.0, TEXT, None, engine.config.edges)
-    start = max(0, u.head // FRAME_SAMPLES - model.policy.lead_context_frames)
+    style = engine.voice_bank.style(VOICE, len(part.tokens))
+    u = runner.front(part, style, 1.0, TEXT, None, edges=engine.edges)
+    start = max(0, u.first_frame - engine.policy.seams.lead_context_frames)
     end = min(u.frames, start + frames)
-    return model.feed(u, start, end, sine_phase(u.f0, 2 * start, model.harmonics, model.rate))
+    return runner.feed(u, Span(start, end, start, end))
 
 
 def _profile(engine: KokoroEngine, feed: dict[str, Any], threads: int, runs: int) -> tuple[list[float], list[Any]]:
@@ -91,7 +93,7 @@ def main() -> None:
     parser.add_argument("--decoder", choices=("mixed", "float"), default="mixed")
     args = parser.parse_args()
     engine = KokoroEngine(EngineConfig(parallel=1, decoder=args.decoder))
-    if engine.windowed is None:
+    if engine.runner is None:
         raise SystemExit("needs the fast graph (the decoder part)")
     feed = window_feed(engine, args.frames)
     print(f"decoder window: {feed[FEATURES].shape[2]} frames, {args.threads} thread(s), {engine.providers[0]}")

@@ -9,9 +9,11 @@ from speakstream.audio import FORMATS, open_encoder
 from speakstream.channel import SpeechResult
 from speakstream.client import SpeechSession, fetch_audio, stream_audio, stream_events
 from speakstream.config import ServerConfig
-from speakstream.engine.base import CancelToken, Engine
+from speakstream.engine.base import Engine
+from speakstream.engine.cancel import CancelToken
+from speakstream.engine.config import EngineConfig
 from speakstream.engine.fake import FakeEngine
-from speakstream.engine.kokoro import EngineConfig, KokoroEngine
+from speakstream.engine.kokoro import KokoroEngine
 from speakstream.errors import (
     AssetError,
     EngineError,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from speakstream.engine.kokoro import EngineConfig
+from speakstream.engine.config import EngineConfig
 from speakstream.engine.phonemes.languages import parse_language
 from speakstream.errors import InvalidInput
 from speakstream.text import ChunkPolicy
@@ -64,7 +64,7 @@ class ServerConfig:
     an address other than loopback, no cap of its own on loopback. Turns at the engine are shared
     per client whatever this is."""
     workers: int = 0
-    """Windows decoded at once: 0 lets the engine choose (``KokoroEngine.parallel``: 2 on a CPU
+    """Windows decoded at once: 0 lets the engine choose (``Engine.lanes``: 2 on a CPU
     with 2 cores or more, else 1)."""
     lookahead: int = 2
     first_chunk_priority: bool = True

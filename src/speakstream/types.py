@@ -113,3 +113,39 @@ def join_pieces(text: str, pieces: list[AudioPiece]) -> AudioChunk:
     words = pieces[0].words if pieces else ()
     rate = pieces[0].sample_rate if pieces else SAMPLE_RATE
     return AudioChunk(samples, rate, text, words, timings)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Load:
+    """The engine's load as the scheduler sees it when it hands one reply a turn: plain data taken on
+    the event loop, so nothing the engine decides on its threads reads the scheduler's state. The
+    default is a reply alone with no listener known (the engine used directly)."""
+
+    lanes: int = 1
+    """Windows the scheduler runs at once (one worker a lane)."""
+    in_flight: int = 1
+    """Windows running or handed out now, this one included (paused ones not: they wait)."""
+    replies: int = 1
+    """Replies with work queued or running, this one's included."""
+    waiting_first: int = 0
+    """Replies waiting for their first audio (first windows queued or running)."""
+    crowded: bool = False
+    """More replies waited for their first audio than the lanes when this one was queued or now:
+    its opening is then the shortest that sounds right."""
+    buffered_s: float | None = None
+    """Seconds of this reply's audio its listener has buffered (None: no listener is known)."""
+    playing: bool = False
+    """The listener has begun to hear this reply, so its buffer drains in real time."""
+    taken_at: float = 0.0
+    """When this was taken (``time.perf_counter``)."""
+
+    @property
+    def sharing(self) -> bool:
+        """Other windows run beside this one, or are about to."""
+        return self.in_flight > 1
+
+    def buffered_at(self, now: float) -> float | None:
+        """The listener's buffer at ``now`` (a ``time.perf_counter`` reading), drained since taken."""
+        if self.buffered_s is None or not self.playing:
+            return self.buffered_s
+        return max(0.0, self.buffered_s - (now - self.taken_at))

@@ -10,7 +10,7 @@ from typing import cast
 
 import pytest
 
-from speakstream.engine.base import CancelToken, SynthesisCancelled, WorkClock
+from speakstream.engine.cancel import CancelToken, SynthesisCancelled, WorkClock
 
 
 def test_pause_stops_the_running_inference_and_the_next_waits_for_resume() -> None:

@@ -8,16 +8,51 @@ import numpy as np
 import pytest
 
 from speakstream.bench.asr import Recognizer, corpus_wer, timestamp_agreement
-from speakstream.engine.base import WARM_TEXT, CancelToken
-from speakstream.engine.decoding import FRAME_SAMPLES
-from speakstream.engine.kokoro import EngineConfig, KokoroEngine
-from speakstream.engine.phonemes.phonemizer import MAX_TOKENS, windows
-from speakstream.engine.windowed import NARROW_SLOWDOWN, ONSET_REACH_S, WARM_RUNS
+from speakstream.engine.base import WARM_TEXT
+from speakstream.engine.cancel import CancelToken
+from speakstream.engine.config import EngineConfig
+from speakstream.engine.kokoro import KokoroEngine
+from speakstream.engine.phonemes.phonemizer import MAX_TOKENS
 from speakstream.engine.windows.edges import EdgePolicy, frame_db
+from speakstream.engine.windows.front import Utterance
+from speakstream.engine.windows.parts import WARM_RUNS, SplitModel
+from speakstream.engine.windows.planner import FRAME_SAMPLES, Situation, Span, opening_frames
+from speakstream.engine.windows.runner import Runner
+from speakstream.engine.windows.speed import Speed
 from speakstream.errors import InvalidInput, UnknownVoice
-from speakstream.types import SAMPLE_RATE, AudioPiece
+from speakstream.types import SAMPLE_RATE, AudioPiece, Load
 
 pytestmark = pytest.mark.model
+
+QUIET = Speed.fixed(0.006)
+"""The decoder's speed on a quiet bench machine (the mixed decoder: 5.3-7 ms a frame): what the
+tests that judge what is heard pin, so a busy machine plans the same windows."""
+SLOW = Speed.fixed(0.0103)
+"""A slow decoder's (an AMD EPYC without AVX-512): a reply alone opens with 31 frames."""
+
+
+def _runner(kokoro: KokoroEngine) -> Runner:
+    assert kokoro.runner is not None
+    return kokoro.runner
+
+
+def _front(kokoro: KokoroEngine, text: str, voice: str = "af_heart") -> Utterance:
+    part = kokoro.parts(text, kokoro.check_voice(voice).speaks)[0]
+    style = kokoro.voice_bank.style(voice, len(part.tokens))
+    return _runner(kokoro).front(part, style, 1.0, text, None, edges=kokoro.edges)
+
+
+def _whole(kokoro: KokoroEngine, u: Utterance, cancel: CancelToken | None = None) -> np.ndarray:
+    """Every frame of ``u`` decoded in one inference, no context: the decoder's own audio."""
+    return _runner(kokoro).decode(u, Span(0, u.frames, 0, u.frames), cancel)
+
+
+def _spoken(kokoro: KokoroEngine, text: str, voice: str = "af_heart", **pinned: Any) -> list[AudioPiece]:
+    """``text`` as the chunk that opens a reply, its windows planned for ``pinned`` (``load``,
+    ``speed``, ``policy``) instead of what the machine measures."""
+    policy = pinned.pop("policy", None)
+    return kokoro.windowed(text, voice=voice, policy=policy).pieces(pinned.get("load"), speed=pinned.get("speed"))
+
 
 SENTENCES = [
     "Thanks for waiting, I found your booking.",
@@ -42,10 +77,8 @@ def test_audio_chunk_shape_and_words(kokoro: KokoroEngine) -> None:
 
 def test_durations_cover_the_audio_exactly(kokoro: KokoroEngine) -> None:
     text = "Hello there, how are you today?"
-    part = windows(kokoro.phonemizer.phonemize(text))[0]
-    assert kokoro.windowed is not None
-    u = kokoro.windowed.front(part, kokoro.voice_bank, "af_heart", 1.0, text, None, EdgePolicy())
-    audio = kokoro.windowed.decode(u, 0, u.frames, np.zeros((1, 1, 9), np.float32), None)
+    u = _front(kokoro, text)
+    audio = _whole(kokoro, u)
     assert u.frames * FRAME_SAMPLES == len(audio)  # the front's durations count the decoder's frames
     chunk = kokoro.synthesize(text, voice="af_heart")
     # the audio ends after the last word (by the durations), at most at the planned tail
@@ -67,12 +100,10 @@ ONSET_VOICES = ("af_heart", "am_michael", "bf_emma")
 
 
 def test_a_chunk_keeps_the_start_of_its_first_sound(kokoro: KokoroEngine) -> None:
-    assert kokoro.windowed is not None
     for voice in ONSET_VOICES:
         for text in [*FIRST_SOUNDS, "She sells sea shells."]:
-            part = windows(kokoro.phonemizer.phonemize(text))[0]
-            u = kokoro.windowed.front(part, kokoro.voice_bank, voice, 1.0, text, None, EdgePolicy())
-            whole = frame_db(kokoro.windowed.decode(u, 0, u.frames, np.zeros((1, 1, 9), np.float32), None), SAMPLE_RATE)
+            u = _front(kokoro, text, voice)
+            whole = frame_db(_whole(kokoro, u), SAMPLE_RATE)
             chunk = kokoro.synthesize(text, voice=voice)
             start = u.head + round((u.words[0].start_s - chunk.words[0].start_s) * SAMPLE_RATE)
             # nothing loud before the chunk's start (cut at the durations: 17 dB under the peak, median)
@@ -197,16 +228,12 @@ def test_async_synthesis(kokoro: KokoroEngine) -> None:
 def test_a_paused_window_is_run_again_and_comes_out_the_same(kokoro: KokoroEngine) -> None:
     """The scheduler pauses a running window for another reply's first window: ONNX Runtime stops
     the inference, and it runs again from the start once resumed, with the same audio."""
-    assert kokoro.windowed is not None
-    text = SENTENCES[1]
-    part = windows(kokoro.phonemizer.phonemize(text))[0]
-    u = kokoro.windowed.front(part, kokoro.voice_bank, "af_heart", 1.0, text, None, EdgePolicy())
-    phase = np.zeros((1, 1, len(kokoro.windowed.harmonics)), np.float32)
+    u = _front(kokoro, SENTENCES[1])
     started = time.perf_counter()
-    plain = kokoro.windowed.decode(u, 0, u.frames, phase, None)
+    plain = _whole(kokoro, u)
     whole_s = time.perf_counter() - started
     token, result = CancelToken(), []
-    worker = threading.Thread(target=lambda: result.append(kokoro.windowed.decode(u, 0, u.frames, phase, token)))
+    worker = threading.Thread(target=lambda: result.append(_whole(kokoro, u, token)))
     worker.start()
     time.sleep(0.1)  # well inside the inference (about 1 s here)
     token.pause()
@@ -220,182 +247,146 @@ def test_a_paused_window_is_run_again_and_comes_out_the_same(kokoro: KokoroEngin
 
 def _an_opening(samples: int, frames: int, later: int) -> bool:
     """Whether a first piece of ``samples`` came from an opening window of ``frames``: its end
-    moved to a word gap up to ``later`` frames on, its start cut to its speech (``ONSET_REACH_S``)."""
-    return (frames - 1) * FRAME_SAMPLES - ONSET_REACH_S * SAMPLE_RATE < samples <= (frames + later) * FRAME_SAMPLES
+    moved to a word gap up to ``later`` frames on, its start cut to its speech (the onset reach)."""
+    reach = EdgePolicy().onset_reach_s * SAMPLE_RATE
+    return (frames - 1) * FRAME_SAMPLES - reach < samples <= (frames + later) * FRAME_SAMPLES
 
 
 def test_the_window_opening_a_reply_is_sized_for_the_measured_decoder(kokoro: KokoroEngine) -> None:
     """The decoder's recent speed alone, never under the fastest it has been, sizes the opening
-    window (``WindowPolicy.opening``): longer on a slow device, so the next windows are made in time."""
-    model = kokoro.windowed
-    assert model is not None
+    window: longer on a slow device, so the next windows are made in time."""
+    estimator = _runner(kokoro).speed
     text = "Your flight leaves tomorrow morning."
     kokoro.synthesize(text, voice="af_heart")  # one window of over 16 frames: a measurement
-    measured, recent = model.device_frame_s, model.lone_frame_cost_s
-    assert measured is not None and measured > 0
-    assert model.opening_frame_s == max(measured, recent)
-    later = model.policy.opening_snap_frames  # a word gap a little later (snap_opening)
-    try:
-        for frame_s, frames in ((0.0005, 16), (0.0103, 31)):
-            model.device_frame_s = model.lone_frame_cost_s = frame_s
-            first = next(iter(kokoro.stream(text, voice="af_heart")))
-            assert _an_opening(len(first.samples), frames, later)
-            assert model.device_frame_s is not None and model.device_frame_s <= frame_s  # measured again
-        model.device_frame_s, model.lone_frame_cost_s = 0.005, 0.0103  # the machine slowed since its best
-        assert model.opening_frame_s == 0.0103
-    finally:
-        model.device_frame_s, model.lone_frame_cost_s = measured, recent
+    measured = estimator.reading()
+    assert measured.fastest_s is not None and measured.fastest_s > 0
+    assert measured.opening_s == max(measured.fastest_s, measured.lone_s)
+    later = kokoro.policy.opening.reach_frames  # a word gap a little later
+    for speed, frames in ((Speed.fixed(0.0005), 16), (SLOW, 31)):
+        first = _spoken(kokoro, text, speed=speed)[0]
+        assert _an_opening(len(first.samples), frames, later)
+    after = estimator.reading().fastest_s
+    assert after is not None and after <= measured.fastest_s  # measured again
+    assert Speed(0.0103, 0.0103, fastest_s=0.005).opening_s == 0.0103  # the machine slowed since its best
 
 
 def test_a_reply_opening_on_a_shared_decoder_is_sized_at_the_shared_speed(kokoro: KokoroEngine) -> None:
     """While other replies' windows run or are about to, the opening is sized at the speed the
-    decoder has then (its narrow sessions'), and when that covers nothing it is the shortest:
-    the listener's buffer runs dry between turns whatever the opening (``WindowPolicy.opening``)."""
-    model = kokoro.windowed
-    assert model is not None
+    decoder has then (its narrow copies'), and when that covers nothing it is the shortest; it
+    runs on a narrow copy, which measures the shared speed. (The sizes at each speed: the planner's
+    tests.)"""
+    runner = _runner(kokoro)
     text = "Your flight leaves tomorrow morning from the second terminal."
-    saved = model.device_frame_s, model.lone_frame_cost_s, model.shared_frame_cost_s, model.lanes.in_flight
-    later = model.policy.opening_snap_frames
-    try:
-        model.device_frame_s = model.lone_frame_cost_s = 0.0103  # alone: 31 frames (as above)
-        model.shared_frame_cost_s = None
-        assert model.shared_frame_s == pytest.approx(0.0103 * NARROW_SLOWDOWN)  # guessed until one is measured
-        model.lanes.in_flight = lambda: 2  # the scheduler is starting another reply's window
-        first = next(iter(kokoro.stream(text, voice="af_heart")))
-        frames = model.policy.first_frames
-        assert _an_opening(len(first.samples), frames, later)
-        assert model.shared_frame_cost_s is not None  # it ran on a narrow session, and was measured
-        model.shared_frame_cost_s = 0.0005  # a shared decoder fast enough: no shorter than alone's
-        assert model.opening_frames(model.policy) == model.policy.opening(0.0005) == frames
-        model.shared_frame_cost_s = 0.0103
-        assert model.opening_frames(model.policy) == 31
-        model.shared_frame_cost_s = 0.05
-        assert model.opening_frames(model.policy) == frames
-        assert model.opening_frames(dataclasses.replace(model.policy, shared_opening=False)) == 31  # as alone
-        model.lanes.in_flight = None
-        assert model.opening_frames(model.policy) == 31  # alone again: the lone speed sizes it
-    finally:
-        model.device_frame_s, model.lone_frame_cost_s, model.shared_frame_cost_s, model.lanes.in_flight = saved
+    beside = Load(in_flight=2)  # the scheduler is starting another reply's window
+    assert SLOW.shared_s == pytest.approx(0.0103 * 1.5)  # guessed until one is measured
+    narrow_before = runner.model.cores.narrow_runs
+    first = _spoken(kokoro, text, load=beside, speed=SLOW)[0]
+    assert _an_opening(len(first.samples), kokoro.policy.opening.least_frames, kokoro.policy.opening.reach_frames)
+    if runner.model.narrow_count:  # it ran on a narrow copy, and was measured
+        assert runner.model.cores.narrow_runs > narrow_before
+        assert runner.speed.reading().measured_shared_s is not None
+    alone = Situation(SLOW, Load())
+    assert opening_frames(kokoro.policy, alone, kokoro.edges.onset_reach_s, crowded=False)[0] == 31
 
 
-def test_the_first_word_is_heard_whatever_the_opening_window(
-    kokoro: KokoroEngine, asr: Recognizer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The opening's size follows the decoder's measured speed (and ``crowded``): its first word
-    must be heard at each. With 1 frame of context before the window, "Sure," was heard as "So"
-    at 14, 16 and 20 frames. The window's size and context are what is tested here, on the
-    ``mixed`` decoder: the ``int8`` one that crowded openings get is tested against it below (at
-    8 frames this one sentence is heard "So our here..." on it)."""
-    model = kokoro.windowed
-    assert model is not None
-    monkeypatch.setattr(model, "crowded_sessions", None)
-    saved, text = model.policy, "Sure, here is the next part."
-    try:
-        for frames in (8, 10, 14, 16, 20, 24):
-            model.policy = dataclasses.replace(saved, crowded_frames=frames, first_frames=min(frames, 16))
-            audio = np.concatenate([p.samples for p in kokoro.stream(text, voice="af_heart", crowded=lambda: True)])
-            heard = asr.transcribe(audio, SAMPLE_RATE).text
-            assert _first_word_heard("Sure", heard), (frames, heard)
-    finally:
-        model.policy = saved
+def test_the_first_word_is_heard_whatever_the_opening_window(kokoro: KokoroEngine, asr: Recognizer) -> None:
+    """The opening's size follows the decoder's speed (and crowding): its first word must be heard
+    at each. With 1 frame of context before the window, "Sure," was heard as "So" at 14, 16 and 20
+    frames. The window's size and context are what is tested here, on the ``mixed`` decoder (a
+    slow decoder pinned, so each crowded opening is as asked): the ``int8`` one that crowded
+    openings get is tested against it below (at 8 frames this one sentence is heard "So our
+    here..." on it)."""
+    text, base = "Sure, here is the next part.", kokoro.policy
+    for frames in (8, 10, 14, 16, 20, 24):
+        opening = dataclasses.replace(
+            base.opening, crowded_frames=frames, least_frames=min(frames, 16), crowded_decoder=False
+        )
+        policy = dataclasses.replace(base, opening=opening)
+        pieces = _spoken(kokoro, text, policy=policy, load=Load(crowded=True), speed=SLOW)
+        assert _an_opening(len(pieces[0].samples), frames, opening.crowded_reach_frames) or len(pieces) == 1
+        heard = asr.transcribe(np.concatenate([p.samples for p in pieces]), SAMPLE_RATE).text
+        assert _first_word_heard("Sure", heard), (frames, heard)
 
 
 CROWDED_FIRST_WORDS = [*FIRST_SOUNDS, "Sure, here is the next part.", "Sure thing, one moment."]
 
 
 def test_a_crowded_opening_on_the_int8_decoder_loses_no_more_first_words_than_on_the_mixed_one(
-    kokoro: KokoroEngine, asr: Recognizer, monkeypatch: pytest.MonkeyPatch
+    kokoro: KokoroEngine, asr: Recognizer
 ) -> None:
     """An 8-frame crowded opening's first word, heard by Whisper, with the opening window on each
     decoder. Both lose some (the words of ``FIRST_SOUNDS`` begin with sounds that are hard to hear
-    in a short window), and not the same ones: over 180 such openings (5 voices, 12 sentences,
-    8, 10 and 14 frames) the int8 decoder lost 13 and the mixed one 12 (``python
-    scripts/crowded_decoder.py --first-words``)."""
-    model = kokoro.windowed
-    assert model is not None and model.crowded_sessions is not None
-    int8 = model.crowded_sessions
+    in a short window), and not the same ones (the evidence: ``docs/design.md``)."""
+    assert _runner(kokoro).model.crowded is not None
     lost: dict[str, int] = {"mixed": 0, "int8": 0}
     for decoder in lost:
-        monkeypatch.setattr(model, "crowded_sessions", int8 if decoder == "int8" else None)
+        opening = dataclasses.replace(kokoro.policy.opening, crowded_decoder=decoder == "int8")
+        policy = dataclasses.replace(kokoro.policy, opening=opening)
         for voice in ONSET_VOICES:
             for text in CROWDED_FIRST_WORDS:
-                audio = np.concatenate([p.samples for p in kokoro.stream(text, voice=voice, crowded=lambda: True)])
-                heard = asr.transcribe(audio, SAMPLE_RATE).text
-                first = text.split()[0].strip(",.")
-                lost[decoder] += not _first_word_heard(first, heard)
+                pieces = _spoken(kokoro, text, voice, policy=policy, load=Load(crowded=True), speed=QUIET)
+                heard = asr.transcribe(np.concatenate([p.samples for p in pieces]), SAMPLE_RATE).text
+                lost[decoder] += not _first_word_heard(text.split()[0].strip(",."), heard)
     assert lost["int8"] <= lost["mixed"] + 1, lost
 
 
 def test_an_opening_that_would_end_inside_a_word_ends_after_it(kokoro: KokoroEngine, asr: Recognizer) -> None:
-    """With 4 frames of reach (``opening_snap_frames``), the 16-frame opening of this sentence ended
-    inside "flight" in these two voices, and Whisper heard "Your flaktor Lisbon" / "Your Flakter
-    Lisbon": the opening has only ``opening_context_frames`` after it."""
-    model = kokoro.windowed
-    assert model is not None
+    """With 4 frames of reach, the 16-frame opening of this sentence ended inside "flight" in these
+    two voices, and Whisper heard "Your flaktor Lisbon" / "Your Flakter Lisbon": the opening has
+    only ``context_after_frames`` after it."""
     text = "Your flight to Lisbon leaves tomorrow morning from gate twelve."
-    saved = model.device_frame_s, model.lone_frame_cost_s
-    try:
-        for voice in ("bf_emma", "bm_george"):
-            model.device_frame_s = model.lone_frame_cost_s = 0.0005  # a fast decoder: a 16-frame opening
-            audio = np.concatenate([p.samples for p in kokoro.stream(text, voice=voice)])
-            heard = asr.transcribe(audio, SAMPLE_RATE).text
-            assert "flight to lisbon" in heard.lower(), (voice, heard)
-    finally:
-        model.device_frame_s, model.lone_frame_cost_s = saved
+    for voice in ("bf_emma", "bm_george"):
+        pieces = _spoken(kokoro, text, voice, speed=Speed.fixed(0.0005))  # a fast decoder: a 16-frame opening
+        heard = asr.transcribe(np.concatenate([p.samples for p in pieces]), SAMPLE_RATE).text
+        assert "flight to lisbon" in heard.lower(), (voice, heard)
 
 
 def test_a_crowded_reply_opens_with_the_shortest_window_and_sounds_the_same(
-    kokoro: KokoroEngine, asr: Recognizer, monkeypatch: pytest.MonkeyPatch
+    kokoro: KokoroEngine, asr: Recognizer
 ) -> None:
-    """More listeners wait for first audio than the lanes (the scheduler's ``crowded``): the
-    opening window is ``crowded_frames``, never longer than it would be, decoded by the int8
-    decoder (``EngineConfig.crowded_decoder``), and the reply is heard as well as when it is not
-    crowded."""
-    model = kokoro.windowed
-    assert model is not None and model.crowded_sessions is not None
-    policy, later = model.policy, model.policy.crowded_snap_frames
-    assert model.opening_frames(policy, crowded=True) == policy.crowded_frames < policy.first_frames
-    roomy = dataclasses.replace(policy, crowded_frames=1 << 30)
-    assert model.opening_frames(roomy, crowded=True) == model.opening_frames(roomy)
+    """More listeners wait for first audio than the lanes (the load says ``crowded``): the opening
+    window is ``crowded_frames``, never longer than it would be, decoded by the int8 decoder
+    (``EngineConfig.crowded_decoder``), and the reply is heard as well as when it is not crowded.
+    The speed is pinned, so both arms plan the same windows on a busy machine as on a quiet one."""
+    runner, policy = _runner(kokoro), kokoro.policy
+    assert runner.model.crowded is not None
+    crowded_now = Situation(QUIET, Load(crowded=True))
+    silent_s = kokoro.edges.onset_reach_s
+    assert opening_frames(policy, crowded_now, silent_s, crowded=True)[0] == policy.opening.crowded_frames
+    assert policy.opening.crowded_frames < policy.opening.least_frames
+    roomy = dataclasses.replace(policy, opening=dataclasses.replace(policy.opening, crowded_frames=1 << 30))
+    assert (
+        opening_frames(roomy, crowded_now, silent_s, crowded=True)[0]
+        == opening_frames(roomy, crowded_now, silent_s, crowded=False)[0]
+    )
     heard: dict[bool, list[tuple[str, str]]] = {True: [], False: []}
-    decoders: list[object] = []
-    decode = model.decode
-
-    def recorded(*args: Any, sessions: Any = None) -> Any:
-        decoders.append(sessions)
-        return decode(*args, sessions=sessions)
-
-    monkeypatch.setattr(model, "decode", recorded)
+    later = policy.opening.crowded_reach_frames
     for voice in ONSET_VOICES:
         for text in [*FIRST_SOUNDS, SENTENCES[1]]:
             for crowded in (True, False):
-                decoders.clear()
-                pieces = list(kokoro.stream(text, voice=voice, crowded=(lambda: True) if crowded else None))
-                # a crowded opening runs on the int8 decoder (``crowded_sessions``), the rest on the mixed one
-                assert decoders == [model.crowded_sessions if crowded else None] + [None] * (len(decoders) - 1)
+                stream = kokoro.windowed(text, voice=voice)
+                pieces = stream.pieces(Load(crowded=crowded), speed=QUIET)
+                # a crowded opening runs on the int8 decoder, the rest on the mixed one
+                decoders = [plan.decoder for plan in stream.plans]
+                assert decoders == ["crowded" if crowded else "main"] + ["main"] * (len(decoders) - 1)
                 if crowded:
-                    assert _an_opening(len(pieces[0].samples), policy.crowded_frames, later) or len(pieces) == 1
+                    assert _an_opening(len(pieces[0].samples), policy.opening.crowded_frames, later) or len(pieces) == 1
                 audio = np.concatenate([p.samples for p in pieces])
                 heard[crowded].append((text, asr.transcribe(audio, SAMPLE_RATE).text))
     assert corpus_wer(heard[True]) <= corpus_wer(heard[False]) + 0.01, heard
 
 
-def test_crowding_is_asked_once_as_a_replys_opening_window_is_sized(kokoro: KokoroEngine) -> None:
-    """The scheduler's answer is wanted as late as it can be, when the opening window is sized
-    (after the chunk's front, so replies that came meanwhile count), and only for a reply's
-    opening: a later chunk's listener is already hearing it."""
-    asked: list[int] = []
-
-    def crowded() -> bool:
-        asked.append(len(pieces))
-        return True
-
-    pieces: list[AudioPiece] = []
-    for piece in kokoro.stream("Thanks for waiting, here it is.", voice="af_heart", crowded=crowded):
-        pieces.append(piece)
-    assert asked == [0]  # before the first piece, once
-    list(kokoro.stream("And one more thing.", voice="af_heart", opening=False, crowded=crowded))
-    assert asked == [0]
+def test_crowding_is_read_only_for_a_replys_opening_window(kokoro: KokoroEngine) -> None:
+    """The load is handed over with every window, crowded or not; only the window that opens a
+    reply reads it (a later chunk's listener is already hearing it)."""
+    crowded = Load(crowded=True, waiting_first=5, lanes=2)
+    stream = kokoro.windowed("Thanks for waiting, here it is.")
+    stream.pieces(crowded, speed=QUIET)
+    assert "crowded" in stream.plans[0].reason and stream.plans[0].decoder == "crowded"
+    assert all(plan.decoder == "main" and "crowded" not in plan.reason for plan in stream.plans[1:])
+    later = kokoro.windowed("And one more thing.", opening=False)
+    later.pieces(crowded, speed=QUIET)
+    assert all(plan.decoder == "main" for plan in later.plans)
 
 
 def test_a_pieces_time_is_its_own_not_its_wait_for_a_turn(
@@ -406,8 +397,8 @@ def test_a_pieces_time_is_its_own_not_its_wait_for_a_turn(
     server's real-time-factor and engine-seconds metrics and a reply's stats add these up)."""
     real, waited = time.perf_counter, [0.0]
     monkeypatch.setattr(time, "perf_counter", lambda: real() + waited[0])
-    pieces = []
-    for piece in kokoro.stream(SENTENCES[1], voice="af_heart"):
+    stream, pieces = kokoro.stream(SENTENCES[1], voice="af_heart"), []
+    while (piece := stream.step(Load())) is not None:
         pieces.append(piece)
         waited[0] += 100.0  # other sessions' windows, before this reply's next turn
     assert len(pieces) >= 2
@@ -428,13 +419,14 @@ def test_a_pieces_time_leaves_out_a_pause_for_another_replys_first_window(
         paused[0] += 100.0
         token.resume()
 
-    pieces = kokoro.stream(SENTENCES[1], voice="af_heart", cancel=token)
-    first = next(pieces)
+    stream = kokoro.stream(SENTENCES[1], voice="af_heart", cancel=token)
+    first = stream.step(Load())
     token.pause()
     resumer = threading.Thread(target=other_reply_first_window)
     resumer.start()
-    second = next(pieces)
+    second = stream.step(Load())
     resumer.join(5)
+    assert first is not None and second is not None
     assert token.waited_s >= 100.0
     assert all(0.0 < piece.timings.inference_s < 100.0 for piece in (first, second))
 
@@ -461,51 +453,31 @@ def test_a_whole_chunks_time_leaves_out_a_pause_too(monkeypatch: pytest.MonkeyPa
 
 
 def test_a_lone_reply_on_a_slowed_decoder_gets_windows_that_keep_up(kokoro: KokoroEngine) -> None:
-    """With nothing buffered, the window after the opening one is the smallest (``first_frames``) on a
-    fast decoder, and the largest on one measured slower than real time (``ListenerBudget``),
-    where 32 frames and their context would cost more than they play; the audio is the same
-    length either way. (The measured speed moves toward the real one after each window, by 30%:
-    1.2 times real time stays over 0.84 after the opening window, still slow enough for the
-    largest; near real time the window would hang on this machine's speed, so the unit tests
-    check that rule.)"""
-    model = kokoro.windowed
-    assert model is not None
+    """With nothing buffered, the window after the opening one is the smallest on a fast decoder,
+    and the largest on one slower than real time, where the budget's least and its context would
+    cost more than they play; the audio is the same length either way."""
     text = "Your flight to Lisbon leaves tomorrow morning at nine, and the hotel has a room for you on the third floor."
-    saved = model.frame_cost_s, model.lone_frame_cost_s
     frames: dict[float, list[int]] = {}
-    try:
-        for frame_s in (0.005, 0.03):  # seconds a decoded frame: RTF 0.2 and 1.2
-            model.frame_cost_s = model.lone_frame_cost_s = frame_s
-            pieces = list(kokoro.stream(text, voice="af_heart", ahead=lambda: 0.0))
-            frames[frame_s] = [round(len(p.samples) / FRAME_SAMPLES) for p in pieces]
-    finally:
-        model.frame_cost_s, model.lone_frame_cost_s = saved
+    for frame_s in (0.005, 0.03):  # seconds a decoded frame: RTF 0.2 and 1.2
+        pieces = _spoken(kokoro, text, load=Load(buffered_s=0.0), speed=Speed.fixed(frame_s))
+        frames[frame_s] = [round(len(p.samples) / FRAME_SAMPLES) for p in pieces]
     fast, slow = frames[0.005], frames[0.03]
-    policy = model.policy
-    assert len(fast) > 2 and fast[1] <= policy.min_frames + policy.snap_ahead_frames
-    assert slow[1] >= min(policy.max_frames - policy.snap_frames, sum(slow[1:]))  # the largest, or all the rest
+    policy = kokoro.policy
+    assert len(fast) > 2 and fast[1] <= policy.budget.least_frames + policy.seams.ahead_frames
+    assert slow[1] >= min(
+        policy.budget.most_frames - policy.seams.back_frames, sum(slow[1:])
+    )  # the largest, or all the rest
     assert abs(sum(fast) - sum(slow)) <= 2
 
 
-def test_two_inferences_at_once_share_the_cores_and_say_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_inferences_at_once_share_the_cores_and_say_the_same() -> None:
     """With ``parallel=2`` an inference that starts while another runs takes a narrow (one thread here)
     copy of the model, and what it makes is what the model makes alone (to float rounding)."""
-    from speakstream.engine import inference
-    from speakstream.engine.kokoro import EngineConfig
-
     engine = KokoroEngine(EngineConfig(parallel=2))
-    assert engine.windowed is not None
-    narrow = engine.windowed.decoder_sessions.narrow
-    assert len(narrow) == 2 and len(engine.windowed.front_sessions.narrow) == 2
+    model = _runner(engine).model
+    assert len(model.decoder.free) == 2 and len(model.front.free) == 2
     alone = [engine.synthesize(text).samples for text in SENTENCES[:2]]
-    lent: list[bool] = []
-    lend = inference.Lanes.lend
-
-    def recording(self: inference.Lanes, wide: object, free: list[object]) -> object:
-        lent.append(bool(self.running and free))  # a narrow copy is lent
-        return lend(self, wide, free)
-
-    monkeypatch.setattr(inference.Lanes, "lend", recording)
+    lent = model.cores.narrow_runs
     together: list[np.ndarray] = [np.zeros(0)] * 2
     start = threading.Barrier(2)
 
@@ -519,7 +491,7 @@ def test_two_inferences_at_once_share_the_cores_and_say_the_same(monkeypatch: py
         thread.start()
     for thread in threads:
         thread.join(120)
-    assert any(lent) and engine.windowed.lanes.running == 0
+    assert model.cores.narrow_runs > lent and model.cores.running == 0  # a narrow copy was lent
     for mine, theirs in zip(together, alone, strict=True):
         assert len(mine) == len(theirs)
         assert np.abs(mine - theirs).max() < 1e-3
@@ -528,31 +500,25 @@ def test_two_inferences_at_once_share_the_cores_and_say_the_same(monkeypatch: py
 def test_a_long_window_alone_is_decoded_as_two_halves_at_once_and_says_the_same(
     kokoro: KokoroEngine, asr: Recognizer
 ) -> None:
-    """With two narrow lanes and nothing else running, a window of ``split_frames`` or more is
-    decoded as two halves at once (``WindowedModel.decode_pair``), and may be twice the largest
-    window; the speech is as long as without pairs and Whisper hears it right. While another
-    reply has work (the scheduler's count), none is."""
-    model = kokoro.windowed
-    assert model is not None
-    if not model.pairs_possible:
-        pytest.skip("pairs need two narrow lanes (a CPU with 2 cores or more)")
+    """With two narrow copies and nothing else running, a window of ``split.frames`` or more is
+    decoded as two halves at once, and may be twice the largest window; the speech is as long as
+    without pairs and Whisper hears it right. While another reply has work, none is."""
+    runner = _runner(kokoro)
+    if not runner.model.pairs_possible:
+        pytest.skip("pairs need two narrow copies (a CPU with 2 cores or more)")
     text = " ".join(SENTENCES[1:] * 2)  # one chunk of about 18 s: the windows grow to 2 x 160 frames
-    before = model.paired_windows
-    paired = list(kokoro.stream(text, voice="af_heart"))
-    made = model.paired_windows - before
-    policy = model.policy
-    model.replies = lambda: 2  # another reply waits for its next window: no pairs
-    try:
-        single = list(kokoro.stream(text, voice="af_heart"))
-    finally:
-        model.replies = None
-    assert model.paired_windows == before + made and made >= 1
+    before = runner.paired_windows
+    paired = _spoken(kokoro, text, speed=QUIET)
+    made = runner.paired_windows - before
+    single = _spoken(kokoro, text, load=Load(replies=2), speed=QUIET)  # another reply waits: no pairs
+    assert runner.paired_windows == before + made and made >= 1
+    policy = kokoro.policy
     sizes = [round(len(p.samples) / FRAME_SAMPLES) for p in paired]
-    longest = policy.max_frames + policy.shortest  # a seam moved forward, or a sliver left at the end absorbed
+    longest = policy.budget.most_frames + policy.shortest  # a seam moved forward, or a sliver absorbed
     assert max(sizes) > longest  # two halves of up to the largest window each
     assert max(round(len(p.samples) / FRAME_SAMPLES) for p in single) <= longest
     assert sum(len(p.samples) for p in paired) == sum(len(p.samples) for p in single)
-    assert model.lanes.running == 0 and len(model.decoder_sessions.narrow) == 2
+    assert runner.model.cores.running == 0 and len(runner.model.decoder.free) == 2
     heard = asr.transcribe(np.concatenate([p.samples for p in paired]), SAMPLE_RATE).text
     assert corpus_wer([(text, heard)]) <= 0.05
 
@@ -562,44 +528,39 @@ def _first_word_heard(word: str, heard: str) -> bool:
     return corpus_wer([(word, heard.split()[0] if heard else "")]) == 0
 
 
-def test_warming_runs_every_session_of_every_part_on_a_whole_reply(
-    kokoro: KokoroEngine, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A session's first runs take up to twice as long (``WARM_RUNS``): ``warm`` runs each one,
-    the narrow copies and the crowded decoder's included, on the whole reply it speaks, so the
-    first burst of listeners after start-up does not pay for them."""
-    model = kokoro.windowed
-    assert model is not None and model.crowded_sessions is not None
+def test_warming_runs_every_copy_of_every_part_on_a_whole_reply(kokoro: KokoroEngine) -> None:
+    """A copy's first runs take up to twice as long (``WARM_RUNS``): ``warm`` runs each one, the
+    narrow copies and the crowded decoder's included, on the whole reply it speaks, so the first
+    burst of listeners after start-up does not pay for them; once per model."""
+    model = _runner(kokoro).model
+    assert model.crowded is not None
+    kokoro.warm("af_heart")
+    assert model.warmed  # the engine warms its model (once: see the twin below)
     runs: dict[int, list[int]] = {}
 
     class Counted:
         def __init__(self, session: Any) -> None:
             self.session = session
 
-        def run(self, outputs: Any, feed: dict[str, Any]) -> Any:
+        def run(self, outputs: Any, feed: dict[str, Any], options: Any = None) -> Any:
             runs.setdefault(id(self), []).append(next(iter(feed.values())).shape[-1])
             return self.session.run(outputs, feed)
 
-    parts = (model.front_sessions, model.decoder_sessions, model.crowded_sessions)
-    counted = {id(part): tuple(Counted(s) for s in part.every) for part in parts}
+    def counted(copies: Any) -> Any:
+        wide, *narrow = (Counted(copy) for copy in copies.every)
+        return model.cores.copies(wide, narrow)
+
+    parts = (counted(model.front), counted(model.decoder), counted(model.crowded))
+    twin = SplitModel(model.cores, *parts, harmonics=model.harmonics, rate=model.rate, providers=model.providers)
+    tokens = kokoro.parts(WARM_TEXT, kokoro.check_voice("af_heart").speaks)[0].tokens
+    style = kokoro.voice_bank.style("af_heart", len(tokens))
+    twin.warm(tokens, style)
+    twin.warm(tokens, style)  # once per model
+    frames = _front(kokoro, WARM_TEXT).frames
     for part in parts:
-        monkeypatch.setattr(part, "every", counted[id(part)])
-    monkeypatch.setattr(model, "warmed", False)
-    kokoro.warm("af_heart")
-    kokoro.warm("af_heart")  # once per model
-    frames = model.front(
-        kokoro.parts(WARM_TEXT, kokoro.check_voice("af_heart").speaks)[0],
-        kokoro.voice_bank,
-        "af_heart",
-        1.0,
-        WARM_TEXT,
-        None,
-        kokoro.config.edges,
-    ).frames
-    for part in parts:
-        assert len(part.every) == 1 + kokoro.windowed.narrow_count
-        for session in counted[id(part)]:
-            sizes = runs[id(session)]
+        assert len(part.every) == 1 + model.narrow_count
+        for copy in part.every:
+            sizes = runs[id(copy)]
             assert len(sizes) == WARM_RUNS
-            if part is not model.front_sessions:  # the decoders ran on every frame of it
+            if part is not parts[0]:  # the decoders ran on every frame of it
                 assert sizes == [frames] * WARM_RUNS

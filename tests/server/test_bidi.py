@@ -10,7 +10,7 @@ import pytest
 import websockets
 
 from speakstream.client import AudioEvent, ControlEvent, SpeechSession
-from speakstream.engine.base import CancelToken
+from speakstream.engine.cancel import CancelToken
 from speakstream.engine.fake import FakeEngine
 from speakstream.errors import SpeakstreamError
 from speakstream.loadtest.fuzz import BAD_INPUTS

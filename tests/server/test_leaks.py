@@ -4,7 +4,7 @@ go to the server log."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -17,7 +17,7 @@ from speakstream.loadtest.servers import start_server
 from speakstream.server.app import create_app
 from speakstream.server.bidi import BidiSession
 from speakstream.server.serve import ThreadedServer
-from speakstream.types import AudioPiece
+from speakstream.types import AudioChunk
 
 SECRET = "/srv/secret/models/kokoro.onnx"
 
@@ -25,10 +25,10 @@ SECRET = "/srv/secret/models/kokoro.onnx"
 class LeakyEngine(FakeEngine):
     """Fails the way a library does: with its own text, naming a file."""
 
-    def stream(self, text: str, **kwargs: object) -> Iterator[AudioPiece]:  # type: ignore[override]
+    def synthesize(self, text: str, **kwargs: Any) -> AudioChunk:
         if "boom" in text:
             raise RuntimeError(f"[ONNXRuntimeError] : 1 : FAIL : Load model from {SECRET} failed")
-        yield from super().stream(text, **kwargs)  # type: ignore[arg-type]
+        return super().synthesize(text, **kwargs)
 
 
 async def test_an_engine_failure_is_reported_without_its_library_text() -> None:

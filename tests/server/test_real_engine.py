@@ -13,6 +13,7 @@ import pytest
 from speakstream.audio.decode import decode
 from speakstream.bench.asr import Recognizer, corpus_wer
 from speakstream.client import AudioEvent, SpeechSession, stream_events
+from speakstream.engine.kokoro import KokoroEngine
 from speakstream.server.serve import ThreadedServer
 from tests.server.helpers import drain_until
 
@@ -86,7 +87,7 @@ async def test_two_sessions_at_once_share_the_cores_and_are_both_heard(
     runtime = kokoro_server.runtime
     assert runtime.engine is not None and runtime.scheduler is not None
     expected = 2 if (os.cpu_count() or 1) >= 2 else 1
-    assert runtime.engine.parallel == runtime.scheduler.workers == expected  # type: ignore[attr-defined]
+    assert runtime.engine.lanes == runtime.scheduler.workers == expected
 
     async def speak(text: str) -> tuple[str, str]:
         async with SpeechSession(kokoro_server.ws_url) as session:
@@ -94,18 +95,11 @@ async def test_two_sessions_at_once_share_the_cores_and_are_both_heard(
         samples, rate = decode(bytes(result.audio), "pcm")
         return text, asr.transcribe(samples, rate).text
 
-    lanes = runtime.engine.windowed.lanes  # type: ignore[attr-defined]
-    count, seen = lanes.in_flight, []
-    assert count is not None  # the scheduler tells the engine its windows in flight
-
-    def counted() -> int:
-        seen.append(count())
-        return seen[-1]
-
-    lanes.in_flight = counted
-    try:
-        pairs = await asyncio.gather(*(speak(" ".join(SENTENCES[i:] + SENTENCES[:i])) for i in range(2)))
-    finally:
-        lanes.in_flight = count
+    engine = runtime.engine
+    assert isinstance(engine, KokoroEngine) and engine.runner is not None
+    cores, narrow = engine.runner.model.cores, engine.runner.model.cores.narrow_runs
+    pairs = await asyncio.gather(*(speak(" ".join(SENTENCES[i:] + SENTENCES[:i])) for i in range(2)))
     assert corpus_wer(list(pairs)) <= 0.05, pairs
-    assert max(seen) == expected and count() == 0  # two windows counted together, none left over
+    if expected == 2:  # the scheduler told the engine its windows in flight: narrow copies were lent
+        assert cores.narrow_runs > narrow
+    assert runtime.scheduler.priority.in_flight == 0 and cores.running == 0  # none left over

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from speakstream.engine.base import CancelToken
+from speakstream.engine.cancel import CancelToken
 from speakstream.engine.fake import FakeEngine
 from speakstream.errors import InvalidInput
 from speakstream.scheduler import Scheduler

@@ -96,5 +96,5 @@ def device_info(engine: KokoroEngine | None = None) -> dict[str, Any]:
         info["graph"] = engine.config.graph
         if engine.decoder:
             info["decoder"] = engine.decoder
-        info["lanes"] = engine.parallel
+        info["lanes"] = engine.lanes
     return info

@@ -45,7 +45,8 @@ def say_command(args: argparse.Namespace) -> int:
 
 
 def _say_local(args: argparse.Namespace, text: str, fmt: str) -> str:
-    from speakstream.engine.kokoro import EngineConfig, KokoroEngine
+    from speakstream.engine.config import EngineConfig
+    from speakstream.engine.kokoro import KokoroEngine
 
     loaded = time.perf_counter()
     engine = KokoroEngine(EngineConfig(model_dir=args.model_dir))

@@ -1,126 +1,46 @@
-"""The engine interface every stage to its right depends on, and the checks all engines share."""
+"""The engine interface every stage to its right depends on, and the checks all engines share.
+
+An engine speaks a chunk in steps (``Stream``): reading its text (phonemes, the model's front), then
+one piece of audio at a time (a decoder window). The scheduler runs each step on a worker thread
+and hands it the load at that moment (``types.Load``) as plain data.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
-import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Protocol
 
+from speakstream.engine.cancel import CancelToken
 from speakstream.engine.voices import VoiceBank, VoiceInfo
-from speakstream.errors import InvalidInput, SpeakstreamError
-from speakstream.types import AudioChunk, AudioPiece, SynthesisTimings
+from speakstream.errors import InvalidInput
+from speakstream.types import AudioChunk, AudioPiece, Load, SynthesisTimings
 
 MIN_SPEED = 0.5
 MAX_SPEED = 2.0
-Ahead = Callable[[], float | None]
-"""Seconds of a reply's audio its listener has buffered now (None: not known)."""
-Crowded = Callable[[], bool]
-"""Whether more listeners wait for their first audio than the engine runs at once, asked as the
-window that opens a reply is sized (replies that came while its text was read count)."""
+WARM_TEXT = "Ready."
+"""What ``warm`` speaks: short, but as long as the windows that open a reply."""
 
 
-class SynthesisCancelled(SpeakstreamError):
-    code = "cancelled"
-
-
-class CancelToken:
-    """Lets another thread stop a synthesis that is running (barge-in), or pause it: a paused
-    synthesis stops the inference it is in and runs it again once resumed, so that another reply's
-    first window can have the engine at once."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._cancelled = False
-        self._callbacks: list[Callable[[], None]] = []
-        self._interrupt: Callable[[], None] | None = None
-        self._run: tuple[float, float | None] | None = None
-        self._resumed = threading.Event()
-        self._resumed.set()
-        self._waited_s = 0.0
+class Stream(Protocol):
+    """One chunk's synthesis, one unit of work a call; each blocks (call it from a worker thread)."""
 
     @property
-    def cancelled(self) -> bool:
-        return self._cancelled
+    def prepared(self) -> bool:
+        """The text is read: the next call makes audio."""
+        ...
 
-    @property
-    def paused(self) -> bool:
-        return not self._resumed.is_set()
+    def prepare(self, load: Load) -> None:
+        """Read the text (phonemes, the model's front): the work before the first piece."""
+        ...
 
-    def cancel(self) -> None:
-        with self._lock:
-            self._cancelled = True
-            callbacks, self._callbacks = self._callbacks, []
-            interrupt = self._interrupt
-        self._resumed.set()  # a paused synthesis wakes up to stop
-        for callback in [*callbacks, *([interrupt] if interrupt else [])]:
-            callback()
-
-    def pause(self) -> None:
-        """Stop the running inference (see ``interruptible``); the next waits in ``wait_turn``."""
-        with self._lock:
-            if self._cancelled:
-                return
-            self._resumed.clear()
-            interrupt = self._interrupt
-        if interrupt is not None:
-            interrupt()
-
-    def resume(self) -> None:
-        self._resumed.set()
-
-    def wait_turn(self) -> None:
-        """Block while paused; raise ``SynthesisCancelled`` if cancelled."""
-        if self.paused:
-            started = time.perf_counter()
-            self._resumed.wait()
-            self._waited_s += time.perf_counter() - started
-        self.check()
-
-    @property
-    def waited_s(self) -> float:
-        """Seconds the synthesis has waited, paused, for its turn (``wait_turn``), in all: not its
-        inference time."""
-        return self._waited_s
-
-    @contextlib.contextmanager
-    def interruptible(self, stop: Callable[[], None], expected_s: float | None = None) -> Iterator[None]:
-        """While inside, ``cancel`` and ``pause`` call ``stop`` (the running inference's own stop);
-        ``expected_s``: how long the inference should take, if known (see ``running``)."""
-        with self._lock:
-            self._interrupt = stop
-            self._run = (time.perf_counter(), expected_s)
-            pending = self._cancelled or self.paused
-        if pending:
-            stop()
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._interrupt = None
-                self._run = None
-
-    def running(self) -> tuple[float, float | None] | None:
-        """Seconds the inference in progress has run and how long it should take (None if not
-        known), or None between inferences: what pausing it now would lose."""
-        run = self._run
-        return None if run is None else (time.perf_counter() - run[0], run[1])
-
-    def on_cancel(self, callback: Callable[[], None]) -> None:
-        """Call ``callback`` when cancelled (at once if it already is)."""
-        with self._lock:
-            if not self._cancelled:
-                self._callbacks.append(callback)
-                return
-        callback()
-
-    def check(self) -> None:
-        if self._cancelled:
-            raise SynthesisCancelled("synthesis cancelled")
+    def step(self, load: Load) -> AudioPiece | None:
+        """The next piece, planned for ``load``; None once the chunk is done (prepares if needed)."""
+        ...
 
 
 class Engine(Protocol):
@@ -128,6 +48,8 @@ class Engine(Protocol):
 
     sample_rate: int
     device: str
+    lanes: int
+    """Inferences it runs at once: the scheduler's workers when the server sets none."""
 
     def voices(self) -> list[VoiceInfo]: ...
 
@@ -144,41 +66,19 @@ class Engine(Protocol):
         ...
 
     def stream(
-        self,
-        text: str,
-        *,
-        voice: str,
-        speed: float = 1.0,
-        cancel: CancelToken | None = None,
-        opening: bool = True,
-        ahead: Ahead | None = None,
-        crowded: Crowded | None = None,
-    ) -> Iterator[AudioPiece]:
-        """Speak ``text`` piece by piece (each ``next`` is one unit of work, e.g. a decoder window);
-        the pieces joined are ``synthesize``'s audio. ``opening``: the chunk opens a reply (make
-        its first piece as soon as possible); ``ahead``: seconds of the reply's audio its listener
-        has buffered, so an engine can size its work to arrive in time; ``crowded()``: more
-        listeners wait for their first audio than the engine runs at once (an opening's work
-        delays the listeners behind it: make it the least that sounds right)."""
+        self, text: str, *, voice: str, speed: float = 1.0, cancel: CancelToken | None = None, opening: bool = True
+    ) -> Stream:
+        """Speak ``text`` step by step; the pieces joined are ``synthesize``'s audio. ``opening``:
+        the chunk opens a reply, so its first piece comes as soon as it can."""
         ...
 
 
-class WorkClock:
-    """Seconds a synthesis spent working since it last started the clock: the time it waited,
-    paused, for its turn (``CancelToken.waited_s``) is left out, the stopped try's compute is not."""
-
-    def __init__(self, cancel: CancelToken | None) -> None:
-        self._cancel = cancel
-        self.restart()
-
-    def restart(self) -> None:
-        self._started, self._waited = time.perf_counter(), self._waited_s()
-
-    def seconds(self) -> float:
-        return time.perf_counter() - self._started - (self._waited_s() - self._waited)
-
-    def _waited_s(self) -> float:
-        return 0.0 if self._cancel is None else self._cancel.waited_s
+def pieces(stream: Stream, load: Load | None = None) -> Iterator[AudioPiece]:
+    """Every piece of ``stream``, each step planned for ``load`` as if taken just before it (default:
+    a reply alone, no listener known): the engine used directly, without a scheduler."""
+    load = load or Load()
+    while (piece := stream.step(replace(load, taken_at=time.perf_counter()))) is not None:
+        yield piece
 
 
 def check_speed(speed: object) -> float:
@@ -197,14 +97,11 @@ def check_text(text: object) -> str:
     return text
 
 
-WARM_TEXT = "Ready."
-"""What ``warm`` speaks: short, but as long as the windows that open a reply."""
-
-
 class VoiceBankEngine(ABC):
     """What every engine over a ``VoiceBank`` shares: the catalogue and the input checks."""
 
     voice_bank: VoiceBank
+    lanes = 1
 
     def voices(self) -> list[VoiceInfo]:
         return self.voice_bank.catalogue()
@@ -231,12 +128,9 @@ class VoiceBankEngine(ABC):
         speed: float = 1.0,
         cancel: CancelToken | None = None,
         opening: bool = True,
-        ahead: Ahead | None = None,
-        crowded: Crowded | None = None,
-    ) -> Iterator[AudioPiece]:
+    ) -> Stream:
         """For an engine that makes a chunk at once: its audio, cut into growing pieces."""
-        chunk = self.synthesize(text, voice=voice, speed=speed, cancel=cancel)
-        yield from cut_into_pieces(chunk)
+        return WholeChunk(lambda: cut_into_pieces(self.synthesize(text, voice=voice, speed=speed, cancel=cancel)))
 
     def warm(self, voice: str = "af_heart") -> None:
         """``synthesize`` twice in ``voice``: the first run allocates, the second is measured."""
@@ -246,6 +140,29 @@ class VoiceBankEngine(ABC):
     def checked(self, text: object, voice: str, speed: object) -> tuple[str, float, VoiceInfo]:
         """The text, speed and voice of a request, or the ``InvalidInput`` that explains why not."""
         return check_text(text), check_speed(speed), self.check_voice(voice)
+
+
+class WholeChunk:
+    """A ``Stream`` over a chunk made at once: ``prepare`` makes it, each step gives the next piece."""
+
+    def __init__(self, make: Callable[[], Iterator[AudioPiece]]) -> None:
+        self._make = make
+        self._pieces: Iterator[AudioPiece] | None = None
+
+    @property
+    def prepared(self) -> bool:
+        return self._pieces is not None
+
+    def prepare(self, load: Load) -> None:
+        self._made()
+
+    def step(self, load: Load) -> AudioPiece | None:
+        return next(self._made(), None)
+
+    def _made(self) -> Iterator[AudioPiece]:
+        if self._pieces is None:
+            self._pieces = self._make()
+        return self._pieces
 
 
 def cut_into_pieces(chunk: AudioChunk, first_s: float = 0.3, max_s: float = 2.4) -> Iterator[AudioPiece]:

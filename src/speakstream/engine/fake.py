@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from speakstream.engine.base import CancelToken, VoiceBankEngine
+from speakstream.engine.base import VoiceBankEngine
+from speakstream.engine.cancel import CancelToken
 from speakstream.engine.voices import VoiceBank
 from speakstream.errors import EngineError
 from speakstream.types import SAMPLE_RATE, AudioChunk, SynthesisTimings, WordTimestamp

@@ -72,7 +72,7 @@ class Runtime:
             return
         scheduler = Scheduler(
             engine,
-            workers=self.config.workers or getattr(engine, "parallel", 1),
+            workers=self.config.workers or engine.lanes,
             max_queue=self.config.queue_depth,
             max_per_client=self.config.client_queue_cap,
             first_chunk_priority=self.config.first_chunk_priority,
@@ -82,7 +82,7 @@ class Runtime:
         await scheduler.start()
         self.engine, self.scheduler = engine, scheduler
         self.ready_at = time.perf_counter()
-        log.info("engine ready on %s in %.1f s", getattr(engine, "device", "?"), self.ready_at - started)
+        log.info("engine ready on %s in %.1f s", engine.device, self.ready_at - started)
 
     async def wait_ready(self) -> None:
         """Until the engine is loaded and warm; raises what stopped it loading."""

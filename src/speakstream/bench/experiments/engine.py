@@ -109,7 +109,8 @@ def _peak_memory(name: str, text: str) -> float | None:
 
 
 def _probe(name: str, text: str) -> None:
-    from speakstream.engine.kokoro import EngineConfig, KokoroEngine
+    from speakstream.engine.config import EngineConfig
+    from speakstream.engine.kokoro import KokoroEngine
     from speakstream.engine.model.assets import locate
 
     if name.startswith("speakstream"):

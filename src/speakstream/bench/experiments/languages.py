@@ -23,6 +23,7 @@ from speakstream.bench.stats import summary
 from speakstream.bench.tables import table
 from speakstream.client import SpeechSession
 from speakstream.data import language_samples
+from speakstream.engine.base import pieces
 from speakstream.engine.phonemes.languages import all_languages
 from speakstream.types import join_pieces
 
@@ -111,7 +112,7 @@ def _whole(engine: Any, voice: str, text: str) -> tuple[NDArray[np.float32], int
 
 def _windowed(engine: Any, voice: str, text: str) -> tuple[NDArray[np.float32], int]:
     """Decoded in windows, as a chunk that opens a reply (``Engine.stream``: what the server sends)."""
-    chunk = join_pieces(text, list(engine.stream(text, voice=voice)))
+    chunk = join_pieces(text, list(pieces(engine.stream(text, voice=voice))))
     return chunk.samples, chunk.sample_rate
 
 

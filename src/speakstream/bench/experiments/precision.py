@@ -24,14 +24,17 @@ from speakstream.bench.experiments.streaming import FORTY_WORDS
 from speakstream.bench.spectra import logmel_distance
 from speakstream.bench.stats import ratio, summary
 from speakstream.bench.tables import table
-from speakstream.engine.decoding import WindowPolicy
-from speakstream.engine.kokoro import KokoroEngine, session_options
+from speakstream.engine.config import session_options
+from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.model.graph import PHASE, decoder_feed, front_feed
+from speakstream.engine.windows.policy import WindowPolicy
 
 NAME = "precision"
 TITLE = "Decoder precision: mixed (partly int8) and int8 against float"
 _POLICY = WindowPolicy()
-OPENING_FRAMES = _POLICY.lead_context_frames + _POLICY.first_frames + _POLICY.after_opening(_POLICY.context_frames)
+OPENING_FRAMES = (
+    _POLICY.seams.lead_context_frames + _POLICY.opening.least_frames + (_POLICY.opening.context_after_frames or 0)
+)
 """A reply's opening window as the engine decodes it (16 frames, 4 of lead and 4 of context after it)."""
 DECODERS = ("float", "mixed", "int8")
 

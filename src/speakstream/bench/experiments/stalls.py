@@ -1,7 +1,7 @@
 """Stalls: a long reply streamed by the agent (bidi, replay at 60 tokens/s) and played by a
 simulated real-time player, for the default chunk policy and the alternatives it was chosen over;
 then on a slowed machine (two busy loops in other processes for every core), with the engine's
-sustainable windows (``WindowPolicy.sustain``) and without, alternated."""
+sustainable windows (``BudgetPolicy.sustain``) and without, alternated."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from speakstream.bench.player import play
 from speakstream.bench.stats import summary
 from speakstream.bench.tables import table
 from speakstream.client import SpeechSession
+from speakstream.engine.kokoro import KokoroEngine
 from speakstream.text import ChunkPolicy
 
 NAME = "stalls"
@@ -71,10 +72,10 @@ async def _slowed(ctx: BenchContext, session: SpeechSession, reply_id: str) -> d
     """The default chunk policy with every core shared with two busy loops (the decoder at about a
     third of its speed, near real time: one loop a core left it fast enough that no window had
     to be raised), each arm of ``FLOORS`` in turn (None without an in-process Kokoro engine)."""
-    model = getattr(ctx.runtime.engine, "windowed", None) if ctx.runtime is not None else None
-    if model is None:
+    engine = ctx.runtime.engine if ctx.runtime is not None else None
+    if not isinstance(engine, KokoroEngine) or engine.runner is None:
         return None
-    base = model.policy
+    base = engine.policy
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in FLOORS}
     burners = [
         await asyncio.create_subprocess_exec(sys.executable, "-c", BUSY_LOOP)
@@ -84,11 +85,11 @@ async def _slowed(ctx: BenchContext, session: SpeechSession, reply_id: str) -> d
         for trial in range(ctx.trials(2, 1)):
             for name in FLOORS if trial % 2 == 0 else reversed(FLOORS):
                 sustain = FLOORS[name]
-                model.policy = base if sustain is None else dataclasses.replace(base, sustain=sustain)
-                runs[name].append(await one_reply(session, reply_id, ChunkPolicy()))
+                budget = base.budget if sustain is None else dataclasses.replace(base.budget, sustain=sustain)
+                with engine.using(dataclasses.replace(base, budget=budget)):
+                    runs[name].append(await one_reply(session, reply_id, ChunkPolicy()))
                 ctx.say(f"stalls, slowed, trial {trial + 1}: {name}")
     finally:
-        model.policy = base
         for burner in burners:
             burner.kill()
             await burner.wait()
@@ -108,7 +109,7 @@ def markdown(result: dict[str, Any]) -> str:
         text += (
             "\n\nThe same reply with the default chunk policy on a slowed machine (two busy loops "
             "in other processes for every core), a lone reply's windows raised when they would cost more "
-            "than they play (`WindowPolicy.sustain`) and not, alternated:\n\n"
+            "than they play (`BudgetPolicy.sustain`) and not, alternated:\n\n"
             + table(["windows", *headers], _rows(result["slowed"]))
         )
     return text

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,16 @@ from speakstream.bench.stats import summary
 from speakstream.bench.tables import table
 from speakstream.client import SpeechSession
 from speakstream.data import bench_text
-from speakstream.engine.decoding import FRAME_SAMPLES, WindowPolicy, decode_windows
 from speakstream.engine.kokoro import KokoroEngine
-from speakstream.engine.windowed import Utterance, WindowedModel, word_boundaries
+from speakstream.engine.windows.edges import EdgePolicy
+from speakstream.engine.windows.front import Utterance
+from speakstream.engine.windows.planner import FRAME_SAMPLES, Situation, opening_frames
+from speakstream.engine.windows.policy import WindowPolicy
+from speakstream.engine.windows.runner import Runner
+from speakstream.engine.windows.speed import Speed
+from speakstream.engine.windows.stream import UtteranceWindows
 from speakstream.scheduler import PlaybackClock
+from speakstream.types import Load
 
 NAME = "streaming"
 TITLE = "Streaming inside a chunk: windowed vs whole decoding"
@@ -46,41 +53,44 @@ SEAM_REACH = 120
 
 async def run(ctx: BenchContext) -> dict[str, Any]:
     engine = ctx.engine_source()
-    if engine.windowed is None:
+    if engine.runner is None:
         raise RuntimeError("the engine runs a whole graph (graph != fast): nothing to compare")
-    fidelity = await asyncio.to_thread(_fidelity, ctx, engine, engine.windowed)
-    latency = await _latency(ctx, engine.windowed) if ctx.runtime is not None else None
-    return {"fidelity": fidelity, "latency": latency, "policy": _policy(engine.windowed)}
+    fidelity = await asyncio.to_thread(_fidelity, ctx, engine)
+    latency = await _latency(ctx, engine) if ctx.runtime is not None else None
+    return {"fidelity": fidelity, "latency": latency, "policy": _policy(engine.policy, engine.runner, engine.edges)}
 
 
-def _policy(model: WindowedModel) -> dict[str, float | str | None]:
-    policy, frame_s = model.policy, model.opening_frame_s
+def _policy(policy: WindowPolicy, runner: Runner, edges: EdgePolicy) -> dict[str, float | str | None]:
+    """The policy as the report states it, with the opening sizes it gives at the speed measured."""
+    speed, silent_s = runner.speed.reading(), edges.onset_reach_s
+    alone, shared = Situation(speed, Load()), Situation(speed, Load(in_flight=2))
+    opening, seams, budget = policy.opening, policy.seams, policy.budget
     return {
-        "first_frames": policy.first_frames,
-        "opening_frames": model.opening_frames(policy, shared=False),
-        "shared_opening_frames": model.opening_frames(policy, shared=True) if policy.shared_opening else None,
-        "crowded_opening_frames": model.opening_frames(policy, shared=True, crowded=True),
-        "crowded_snap_frames": policy.crowded_snap_frames,
-        "crowded_decoder": model.crowded_decoder,
-        "opening_snap_frames": policy.opening_snap_frames,
-        "opening_frame_ms": None if frame_s is None else round(1000 * frame_s, 2),
-        "opening_safety": policy.opening_safety,
-        "max_frames": policy.max_frames,
-        "min_frames": policy.min_frames,
-        "lead_context_frames": policy.lead_context_frames,
-        "opening_context_frames": policy.opening_context_frames,
-        "context_frames": policy.context_frames,
-        "gap_context_frames": policy.gap_context_frames,
-        "growth": policy.growth,
-        "crossfade_samples": policy.crossfade_samples,
-        "safety": policy.safety,
-        "snap_frames": policy.snap_frames,
-        "snap_ahead_frames": policy.snap_ahead_frames,
-        "split_frames": policy.split_frames if model.pairs_possible else 0,
+        "first_frames": opening.least_frames,
+        "opening_frames": opening_frames(policy, alone, silent_s, crowded=False)[0],
+        "shared_opening_frames": opening_frames(policy, shared, silent_s, crowded=False)[0],
+        "crowded_opening_frames": opening_frames(policy, shared, silent_s, crowded=True)[0],
+        "crowded_snap_frames": opening.crowded_reach_frames,
+        "crowded_decoder": runner.model.crowded_decoder_name if opening.crowded_decoder else None,
+        "opening_snap_frames": opening.reach_frames,
+        "opening_frame_ms": None if speed.opening_s is None else round(1000 * speed.opening_s, 2),
+        "opening_safety": opening.cover_share,
+        "max_frames": budget.most_frames,
+        "min_frames": budget.least_frames,
+        "lead_context_frames": seams.lead_context_frames,
+        "opening_context_frames": opening.context_after_frames,
+        "context_frames": seams.context_frames,
+        "gap_context_frames": seams.gap_context_frames,
+        "growth": budget.growth,
+        "crossfade_samples": seams.crossfade_samples,
+        "safety": budget.share,
+        "snap_frames": seams.back_frames,
+        "snap_ahead_frames": seams.ahead_frames,
+        "split_frames": policy.split.frames if runner.model.pairs_possible else 0,
     }
 
 
-def _fidelity(ctx: BenchContext, engine: KokoroEngine, model: WindowedModel) -> dict[str, Any]:
+def _fidelity(ctx: BenchContext, engine: KokoroEngine) -> dict[str, Any]:
     asr = recognizer()
     voices = VOICES[:1] if ctx.quick else VOICES
     sentences = [*SENTENCES, FORTY_WORDS][:3] if ctx.quick else [*SENTENCES, FORTY_WORDS]
@@ -90,9 +100,9 @@ def _fidelity(ctx: BenchContext, engine: KokoroEngine, model: WindowedModel) -> 
     seam_image = None
     for voice in voices:
         for text in sentences:
-            u = utterance(engine, model, text, voice)
-            whole, whole_s, whole_first_s = decode_timed(model, u, WindowPolicy.whole())
-            windowed, windowed_s, first_s = decode_timed(model, u, model.policy, served=True)
+            u = utterance(engine, text, voice)
+            whole, whole_s, whole_first_s = decode_timed(engine, u, WindowPolicy.whole())
+            windowed, windowed_s, first_s = decode_timed(engine, u, engine.policy, served=True)
             seams = np.cumsum([len(p) for p in windowed[:-1]])
             joined_whole, joined = np.concatenate(whole), np.concatenate(windowed)
             rows.append(_compare(joined_whole, joined, seams, whole_s, windowed_s, whole_first_s, first_s))
@@ -163,41 +173,38 @@ def differences_line(fidelity: dict[str, Any]) -> str:
     )
 
 
-def utterance(engine: KokoroEngine, model: WindowedModel, text: str, voice: str) -> Utterance:
+def utterance(engine: KokoroEngine, text: str, voice: str) -> Utterance:
     """The front's output for ``text`` (its first part) in ``voice``, at speed 1."""
+    if engine.runner is None:
+        raise RuntimeError("the engine runs a whole graph (graph != fast)")
     part = engine.parts(text, engine.check_voice(voice).speaks)[0]
-    return model.front(part, engine.voice_bank, voice, 1.0, text, None, engine.config.edges)
+    style = engine.voice_bank.style(voice, len(part.tokens))
+    return engine.runner.front(part, style, 1.0, text, None, edges=engine.edges)
 
 
 def decode_timed(
-    model: WindowedModel, u: Utterance, policy: WindowPolicy, *, served: bool = False, opening: int | None = None
+    engine: KokoroEngine,
+    u: Utterance,
+    policy: WindowPolicy,
+    *,
+    served: bool = False,
+    load: Load | None = None,
+    speed: Speed | None = None,
 ) -> tuple[list[NDArray[np.float32]], float, float]:
-    """Pieces, total seconds and seconds to the first piece. ``served``: windows sized as the server
-    sizes them for one listener (the reply's playback clock and the decoder's measured speed), a
-    long one decoded as two halves at once where the engine can. ``opening``: the opening
-    window's frames when not served (None: the policy's ``first_frames``)."""
-
-    def decode(start: int, end: int, phase: NDArray[np.float32]) -> NDArray[np.float32]:
-        return model.decode(u, start, end, phase, None)
-
-    clock = PlaybackClock()
-    budget = model.budget(clock.ahead_s, policy) if served else None
+    """Pieces, total seconds and seconds to the first piece, ``u`` decoded as the chunk that opens a
+    reply. ``served``: windows sized as the server sizes them for one listener (the reply's
+    playback clock), else with no listener known; ``load`` and ``speed``: what the planner reads,
+    pinned (a crowded opening, a decoder speed)."""
+    if engine.runner is None:
+        raise RuntimeError("the engine runs a whole graph (graph != fast)")
+    windows = UtteranceWindows(engine.runner, policy, u, opens_reply=True, edges=engine.edges)
+    clock, base = PlaybackClock(), load or Load()
     started, first, pieces = time.perf_counter(), 0.0, []
-    windowed = decode_windows(
-        decode,
-        u.f0,
-        u.frames,
-        head=u.head,
-        end=u.end,
-        harmonics=model.harmonics,
-        rate=model.rate,
-        policy=policy,
-        budget=budget,
-        boundaries=word_boundaries(u),
-        opening_frames=model.opening_frames(policy, shared=False) if served else opening,
-        pairs=model.pairs(u, None) if served else None,
-    )
-    for samples, _ in windowed:
+    while not windows.done:
+        now = time.perf_counter()
+        buffered = clock.ahead_s() if served else None
+        step = replace(base, buffered_s=buffered, playing=served and clock.playing, taken_at=now)
+        samples, _ = windows.next(step, None, speed=speed)
         first = first or time.perf_counter() - started
         clock.add(len(samples) / 24_000)
         pieces.append(samples)
@@ -251,9 +258,9 @@ def _seam_plot(whole: NDArray[np.float32], windowed: NDArray[np.float32], seam: 
     return path.name
 
 
-async def _latency(ctx: BenchContext, model: WindowedModel) -> dict[str, Any]:
+async def _latency(ctx: BenchContext, engine: KokoroEngine) -> dict[str, Any]:
     """First audio through the server, the engine switched between the two decodings per trial."""
-    windowed, four = model.policy, ctx.sized(bench_text(), quick_sentences=2)
+    windowed, four = engine.policy, ctx.sized(bench_text(), quick_sentences=2)
     cases = {
         "40 words, chunking none": (FORTY_WORDS, "none"),
         "four sentences, one message": (four, "none"),
@@ -268,11 +275,8 @@ async def _latency(ctx: BenchContext, model: WindowedModel) -> dict[str, Any]:
             order = ("whole", "windowed") if trial % 2 == 0 else ("windowed", "whole")
             for case, (text, chunking) in cases.items():
                 for mode in order:
-                    model.policy = windowed if mode == "windowed" else WindowPolicy.whole()
-                    try:
+                    with engine.using(windowed if mode == "windowed" else WindowPolicy.whole()):
                         result, playback = await speak_timed(session, text, chunking=chunking)
-                    finally:
-                        model.policy = windowed
                     runs[case][mode].append(1000 * (result.ttfa_s or 0.0))
                     served[case][mode].append(playback)
             ctx.say(f"streaming latency trial {trial + 1}/{trials}")

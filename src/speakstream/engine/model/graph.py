@@ -14,8 +14,8 @@ some context on each side gives that window's audio. Its sine source sums the F0
 quantised activations, which is most of the CPU time. This rewrites the generator's ones as float
 ``Conv`` on dequantised weights (the same weights; the activations are simply not quantised any
 more) and lifts the 1-D convolutions to 2-D, which lets ONNX Runtime use its blocked (NCHWc)
-kernels. Measured on 2 cores: about 1.2-1.3x faster inference for +45 MB of weights. The rewrite
-is exact in weights, so the speech is the same model's; WER is measured on it.
+kernels: faster, for more resident weights (``docs/design.md``). The rewrite is exact in weights,
+so the speech is the same model's.
 """
 
 from __future__ import annotations

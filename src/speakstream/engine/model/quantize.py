@@ -1,32 +1,12 @@
-"""The decoder's ``mixed`` form: the generator's first stage and noise branch as int8 convolutions;
+"""The decoder's ``mixed`` form, the generator's first stage and noise branch as int8 convolutions,
 and its ``int8`` form, every convolution of the generator int8, for crowded openings only.
 
-The ``fast`` graph runs the generator's convolutions in float (``graph.float_convolutions``), and
-they are most of a window's compute. ONNX Runtime's ``QLinearConv`` (int8 weights, 8-bit
-activations in and out) is about 3x faster than a float ``Conv`` on this CPU, but its output is
-8-bit too, and where that lands matters:
-
-- the convolutions of the first upsampling stage (``resblocks.0``-``2``) and of the noise branch
-  (``noise_res``) take its 8 bits well: quantised, the decoder's audio is closer to the float
-  decoder's than the model's own int8 export is (log-mel distance 0.75 dB against 0.96 dB, and
-  closer in every quarter of the spectrum), for 0.73-0.78x the compute of a window;
-- those of the second stage (``resblocks.3``-``5``) write the audio's fine structure: quantised
-  too, the decoder is 0.6x the compute but 2.8 dB away (3.1-3.2 dB in the upper half of the log
-  bands, 2.3-2.4 in the lower), so they stay float.
-
-The ``int8`` decoder quantises them too. It decodes only the window that opens a reply while more
-listeners wait for their first audio than the engine has lanes (``WindowedModel.crowded_sessions``):
-each such window delays every listener behind it, and a 16-frame decode (its 8 frames and their
-context) takes 0.74x the time of the ``mixed`` one on one thread (70.3 against 94.6 ms). Over the
-bench's 35 utterances, with those openings int8, the WER stayed 0.98% (whole decoding 0.98%), the
-log-mel distance to whole decoding over the first 0.5 s went from 5.79 to 5.99 dB, and the
-largest step within 5 ms of the seam after the opening stayed under the utterance's 99.9th
-percentile step elsewhere (0.45 of it on average, 0.79 at most; ``mixed``: 0.42 and 0.83).
-Whisper lost the first word of 13 of 180 short crowded replies with it, 12 without, not the
-same ones (5 voices, 12 replies, openings of 8, 10 and 14 frames; ``python
-scripts/crowded_decoder.py --first-words``). Served, p95 first audio with it / without: 370.1 / 460.0
-ms at 8 at once, 195.8 / 242.8 at 4 at once, 126.5 / 122.4 alone, where it does not run
-(``python scripts/ab_served.py --switch crowded-decoder``, 6 trials).
+ONNX Runtime's ``QLinearConv`` (int8 weights, 8-bit activations in and out) is several times faster
+than a float ``Conv`` on a CPU, but its output is 8-bit too, and where that lands decides what it
+costs: the first upsampling stage (``resblocks.0``-``2``) and the noise branch take it well, while
+the second stage (``resblocks.3``-``5``) writes the audio's fine structure and stays float in
+``mixed``. The ``int8`` form decodes only a crowded reply's opening, whose few frames delay every
+listener behind it. The figures behind both are in ``docs/design.md``.
 
 Each quantised convolution takes its input's range from the input itself
 (``DynamicQuantizeLinear``, as the int8 export does for every convolution), its weights per
@@ -180,8 +160,3 @@ def quantized(decoder: onnx.ModelProto, front: onnx.ModelProto, voices_dir: Any)
     phase_width = len(sine_constants(decoder)[0])
     ranges = output_ranges(probe, calibration_feeds(front_session, voices_dir, phase_width))
     return {name: quantize(copy.deepcopy(decoder), ranges, prefixes) for name, prefixes in PRECISIONS.items()}
-
-
-def mixed(decoder: onnx.ModelProto, front: onnx.ModelProto, voices_dir: Any) -> onnx.ModelProto:
-    """The ``mixed`` decoder made from the float one (calibrated on ``front``'s output)."""
-    return quantized(decoder, front, voices_dir)["mixed"]

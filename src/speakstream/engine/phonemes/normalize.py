@@ -1,7 +1,7 @@
 """Text normalisation before G2P: the forms misaki reads badly, rewritten as a person says them.
 
 misaki already reads numbers, currency, percentages and common abbreviations well (measured in
-tests/engine/test_normalize.py); this handles clock times, versions, dates, phone numbers, web
+tests/engine/phonemes/test_normalize.py); this handles clock times, versions, dates, phone numbers, web
 addresses, e-mail addresses, temperatures and a few ambiguous abbreviations.
 """
 

@@ -1,19 +1,12 @@
-"""One ONNX Runtime inference that a ``CancelToken`` can stop or pause; its errors translated here.
+"""Which copy of a model part an inference runs on, and one inference a ``CancelToken`` can stop or
+pause; ONNX Runtime's errors are translated here.
 
-``Lanes``: which session an inference runs on when several may run at once (the scheduler's
-``workers``). One inference alone gets the *wide* session (all cores: the least latency); one that
-starts while another runs gets a *narrow* one (a share of the cores: one thread on 2), when one is
-free. On 2 cores a 36-frame window of the decoder takes 433 ms on both and 656 ms on one (threads
-inside one inference get 1.5x out of 2 cores), and two such windows at once on one thread each
-take 683 ms against 889 ms one after the other on both: 1.3x the audio per second, with a listener
-alone no slower. The caller may say how many inferences it is about to start (``Lanes.in_flight``:
-the scheduler dispatches two windows together, which reach ONNX Runtime a few milliseconds apart),
-so both take a narrow session and no wide one runs two threads beside a narrow one's third.
-
-``run_pair``: two inferences of one window's halves, at once on two narrow sessions, when nothing
-else runs (``Lanes.pair``). Two halves of a 160-frame window (each with its own context) take
-0.84-0.89x the time of the whole window on the wide session; under about 80 frames the halves' extra
-context costs what the second core gains.
+An engine with more than one lane loads each part twice over: a *wide* copy (every core: the
+least latency) and narrow copies (a share of the cores each). An inference that starts alone gets
+the wide copy; one that starts beside another, or that the scheduler hands out beside another
+(``shared``: two windows handed out together reach ONNX Runtime a few milliseconds apart), gets a
+narrow one when one is free. ``run_pair`` runs a window's two halves at once on two narrow copies
+when nothing else runs. Why these pay is in ``docs/design.md``.
 """
 
 from __future__ import annotations
@@ -25,44 +18,38 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from speakstream.engine.base import CancelToken, SynthesisCancelled
+from speakstream.engine.cancel import CancelToken, SynthesisCancelled
 from speakstream.errors import EngineError
 
 T = TypeVar("T")
 
 
-class Lanes:
-    """Counts the inferences running, over every part of a model (the front and the decoder)."""
+class Cores:
+    """Counts the inferences running on the engine, over every part of its model, and lends each
+    new one the copy it should run on."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._running = 0
-        self.in_flight: Callable[[], int] | None = None
-        """The caller's count of inferences it runs or is about to start, this one included (the
-        scheduler's windows in flight). Two windows dispatched together start a few milliseconds
-        apart: without it the first would take the wide session, the second a narrow one, and
-        three threads would share 2 cores until the first ends."""
+        self.narrow_runs = 0
+        """Inferences that ran on a narrow copy, counted (two a pair)."""
 
-    def part(self, wide: Any, narrow: Sequence[Any] = ()) -> Sessions:
-        """The sessions of one part: ``wide`` (all cores) and ``narrow`` ones (a share each)."""
-        return Sessions(self, wide, list(narrow))
+    def copies(self, wide: Any, narrow: Sequence[Any] = ()) -> Copies:
+        """One part's copies: ``wide`` (every core) and ``narrow`` ones (a share each)."""
+        return Copies(self, wide, list(narrow))
 
     @property
     def running(self) -> int:
         return self._running
 
-    def _crowded(self) -> bool:
-        """The caller is about to start another inference beside this one (``in_flight``)."""
-        return self.in_flight is not None and self.in_flight() > 1
-
     @contextlib.contextmanager
-    def lend(self, wide: Any, free: list[Any]) -> Iterator[Any]:
-        """``wide`` when nothing else runs or is about to, else one of ``free`` (taken from it until
-        the end)."""
-        crowded = self._crowded()
+    def lend(self, wide: Any, free: list[Any], *, shared: bool = False) -> Iterator[Any]:
+        """``wide`` when nothing else runs and the inference is not ``shared``, else one of ``free``
+        (taken from it until the end) when one is."""
         with self._lock:
-            narrow = free.pop() if (self._running or crowded) and free else None
+            narrow = free.pop() if (self._running or shared) and free else None
             self._running += 1
+            self.narrow_runs += narrow is not None
         try:
             yield wide if narrow is None else narrow
         finally:
@@ -72,13 +59,13 @@ class Lanes:
                     free.append(narrow)
 
     @contextlib.contextmanager
-    def pair(self, free: list[Any]) -> Iterator[tuple[Any, Any] | None]:
-        """Two of ``free`` (taken from it until the end) when nothing else runs or is about to and
-        two are free, else None."""
-        crowded = self._crowded()
+    def pair(self, free: list[Any], *, shared: bool = False) -> Iterator[tuple[Any, Any] | None]:
+        """Two of ``free`` (taken from it until the end) when nothing else runs, the inference is
+        not ``shared`` and two are free, else None."""
         with self._lock:
-            lent = None if self._running or crowded or len(free) < 2 else (free.pop(), free.pop())
+            lent = None if self._running or shared or len(free) < 2 else (free.pop(), free.pop())
             self._running += 2 if lent else 0
+            self.narrow_runs += 2 if lent else 0
         try:
             yield lent
         finally:
@@ -88,21 +75,21 @@ class Lanes:
                     free.extend(lent)
 
 
-class Sessions:
-    """One model part's sessions; ``take`` lends the one an inference starting now should run on."""
+class Copies:
+    """One model part's copies; ``take`` lends the one an inference starting now should run on."""
 
-    def __init__(self, lanes: Lanes, wide: Any, narrow: list[Any]) -> None:
-        self.lanes, self.wide = lanes, wide
-        self.narrow = narrow
-        """The narrow sessions not lent out now."""
+    def __init__(self, cores: Cores, wide: Any, narrow: list[Any]) -> None:
+        self.cores, self.wide = cores, wide
+        self.free = narrow
+        """The narrow copies not lent out now."""
         self.every = (wide, *narrow)
-        """Every session of the part, lent out or not."""
+        """Every copy of the part, lent out or not."""
 
-    def take(self) -> contextlib.AbstractContextManager[Any]:
-        return self.lanes.lend(self.wide, self.narrow)
+    def take(self, *, shared: bool = False) -> contextlib.AbstractContextManager[Any]:
+        return self.cores.lend(self.wide, self.free, shared=shared)
 
-    def take_pair(self) -> contextlib.AbstractContextManager[tuple[Any, Any] | None]:
-        return self.lanes.pair(self.narrow)
+    def take_pair(self, *, shared: bool = False) -> contextlib.AbstractContextManager[tuple[Any, Any] | None]:
+        return self.cores.pair(self.free, shared=shared)
 
 
 def run(
@@ -111,15 +98,17 @@ def run(
     feed: dict[str, Any],
     cancel: CancelToken | None,
     expected_s: float | None = None,
+    *,
+    shared: bool = False,
 ) -> tuple[list[Any], float]:
     """The outputs, and the seconds the inference that completed took. A cancel stops it (ONNX
     Runtime's terminate flag) with ``SynthesisCancelled``; a pause stops it too, then it waits
     for its turn and runs again from the start. ``expected_s``: how long it should take (what
-    the scheduler weighs before pausing it). ``session``: an ONNX Runtime session, or ``Sessions``
-    (the lane is chosen as each try starts, so a paused inference holds none while it waits)."""
+    the scheduler weighs before pausing it). ``session``: an ONNX Runtime session, or ``Copies``
+    (the copy is chosen as each try starts, so a paused inference holds none while it waits)."""
 
     def attempt(options: Any) -> tuple[list[Any], float]:
-        lane = session.take() if isinstance(session, Sessions) else contextlib.nullcontext(session)
+        lane = session.take(shared=shared) if isinstance(session, Copies) else contextlib.nullcontext(session)
         started = time.perf_counter()
         with lane as chosen:
             return chosen.run(outputs, feed, options), time.perf_counter() - started
@@ -128,11 +117,13 @@ def run(
 
 
 def run_pair(
-    sessions: Sessions,
+    copies: Copies,
     outputs: list[str] | None,
     feeds: tuple[dict[str, Any], dict[str, Any]],
     cancel: CancelToken | None,
     expected_s: float | None = None,
+    *,
+    shared: bool = False,
 ) -> tuple[tuple[list[Any], list[Any]], float | None]:
     """Both feeds' outputs, and the seconds the two took at once (None when they could not run at
     once: then each ran as ``run`` runs it, one after the other). A cancel or pause stops both, as
@@ -140,14 +131,14 @@ def run_pair(
 
     def attempt(options: Any) -> tuple[tuple[list[Any], list[Any]], float] | None:
         started = time.perf_counter()
-        with sessions.take_pair() as pair:
+        with copies.take_pair(shared=shared) as pair:
             return None if pair is None else (_both(pair, outputs, feeds, options), time.perf_counter() - started)
 
     together = _until_done(attempt, cancel, expected_s)
     if together is not None:
         return together
-    first, _ = run(sessions, outputs, feeds[0], cancel, expected_s)
-    second, _ = run(sessions, outputs, feeds[1], cancel, expected_s)
+    first, _ = run(copies, outputs, feeds[0], cancel, expected_s, shared=shared)
+    second, _ = run(copies, outputs, feeds[1], cancel, expected_s, shared=shared)
     return (first, second), None
 
 

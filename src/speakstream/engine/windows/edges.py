@@ -16,12 +16,24 @@ from numpy.typing import NDArray
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EdgePolicy:
+    """Where a chunk's audio starts and ends; the evidence for each value is in ``docs/design.md``."""
+
     threshold_db: float = -42.0
+    """A 10 ms frame within this of the loudest carries speech."""
     lead_s: float = 0.02
+    """Kept before the first frame that carries speech."""
     sentence_tail_s: float = 0.22
+    """Kept after the speech of a chunk that ends a sentence ..."""
     clause_tail_s: float = 0.12
+    """... a clause ..."""
     other_tail_s: float = 0.05
+    """... or anything else."""
     fade_s: float = 0.004
+    """Fade over each cut edge, so no click is heard at a join."""
+    onset_reach_s: float = 0.13
+    """How long before its first word's frames a chunk's sound may begin: Kokoro's decoder starts
+    a word's sound early, so a chunk is decoded from this much before its first word and its first
+    piece cut to its speech (``trim_onset``)."""
 
     def tail_for(self, text: str) -> float:
         end = text.rstrip(" \"'”’)]»")[-1:]

@@ -13,7 +13,9 @@ import pytest
 from speakstream.bench.asr import Recognizer, error_rate
 from speakstream.bench.experiments.languages import scored, whisper_code
 from speakstream.data import language_samples
-from speakstream.engine.kokoro import EngineConfig, KokoroEngine
+from speakstream.engine import base
+from speakstream.engine.config import EngineConfig
+from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.phonemes.languages import all_languages
 from speakstream.errors import InvalidInput
 
@@ -73,7 +75,7 @@ def test_chinese_text_with_an_english_voice_is_a_clear_error(kokoro: KokoroEngin
 
 def test_streamed_pieces_join_to_the_whole_in_a_cjk_language(kokoro: KokoroEngine) -> None:
     text = language_samples()["ja"]["reply"]
-    pieces = list(kokoro.stream(text, voice="jf_alpha", opening=True))
+    pieces = list(base.pieces(kokoro.stream(text, voice="jf_alpha", opening=True)))
     assert len(pieces) > 1 and pieces[-1].last
     streamed = [w.word for piece in pieces for w in piece.words]
     assert streamed == [w.word for w in kokoro.synthesize(text, voice="jf_alpha").words]

@@ -1,4 +1,4 @@
-"""The scheduler on its own: window-by-window priority, round-robin, cancel and admission."""
+"""The scheduler with a step engine: first windows first, turns, cancel, and the load each step is handed."""
 
 from __future__ import annotations
 
@@ -7,23 +7,27 @@ import contextlib
 import logging
 import math
 import threading
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import numpy as np
 import pytest
 
-from speakstream.engine.base import Ahead, CancelToken, Crowded, SynthesisCancelled
+from speakstream.engine.base import Stream, pieces
+from speakstream.engine.cancel import CancelToken, SynthesisCancelled
 from speakstream.engine.fake import FakeEngine
 from speakstream.engine.kokoro import KokoroEngine
-from speakstream.errors import EngineError, Overloaded
+from speakstream.engine.windows.planner import Situation, frame_budget
+from speakstream.engine.windows.policy import WindowPolicy
+from speakstream.engine.windows.speed import Speed
+from speakstream.errors import EngineError
 from speakstream.scheduler import Job, PlaybackClock, Scheduler
-from speakstream.types import AudioPiece
+from speakstream.types import AudioPiece, Load
 
 
 class StepEngine(FakeEngine):
     """Every chunk is ``windows`` pieces and every step is logged as ``text:i``; the chunk "hold"
-    waits at its first step until ``gate`` opens, so a queue can build up behind it."""
+    waits while its text is read until ``gate`` opens, so a queue can build up behind it."""
 
     def __init__(self, windows: int = 2) -> None:
         super().__init__(fail_when=lambda text: text == "bad")
@@ -35,22 +39,13 @@ class StepEngine(FakeEngine):
         self.busy = threading.Event()
         self.log: list[str] = []
         self.ahead: list[float | None] = []
-        """What ``ahead`` said before each window (None without a clock)."""
-        self.count: Callable[[], int] | None = None
+        """What the load said the listener had buffered before each window (None without a clock)."""
         self.in_flight: list[int] = []
-        """What the scheduler's count of windows in flight said at each window (``set_in_flight``)."""
-
-        self.replies: Callable[[], int] | None = None
+        """What the load said of the windows in flight at each window."""
         self.replying: list[int] = []
-        """What the scheduler's count of replies with work said at each window (``set_replies``)."""
+        """What the load said of the replies with work at each window."""
         self.crowding: dict[str, bool] = {}
-        """Each chunk's ``crowded``, by its text."""
-
-    def set_in_flight(self, count: Callable[[], int]) -> None:
-        self.count = count
-
-    def set_replies(self, count: Callable[[], int]) -> None:
-        self.replies = count
+        """Each chunk's ``crowded`` as its first window was planned, by its text."""
 
     def stream(
         self,
@@ -60,28 +55,48 @@ class StepEngine(FakeEngine):
         speed: float = 1.0,
         cancel: CancelToken | None = None,
         opening: bool = True,
-        ahead: Ahead | None = None,
-        crowded: Crowded | None = None,
-    ) -> Iterator[AudioPiece]:
-        if self.fail_when and self.fail_when(text):
+    ) -> Stream:
+        return StepStream(self, text, cancel)
+
+
+class StepStream:
+    """One chunk of a ``StepEngine``: reading its text (where "hold" waits for the gate), then its
+    windows, each recording the load it was handed."""
+
+    def __init__(self, engine: StepEngine, text: str, cancel: CancelToken | None) -> None:
+        self.engine, self.text, self.cancel = engine, text, cancel
+        self.prepared, self.made = False, 0
+
+    def prepare(self, load: Load) -> None:
+        if self.engine.fail_when and self.engine.fail_when(self.text):
             raise EngineError("injected failure")
-        for i in range(self.windows):
-            if text == "hold":
-                self.busy.set()
-                while not (self.gate if i == 0 else self.second_gate).wait(0.005):
-                    if cancel is not None:
-                        cancel.check()
-            if i == 0:  # as a real engine asks: when it sizes the opening window
-                self.crowding[text] = crowded is not None and crowded()
-            self.log.append(f"{text}:{i}")
-            self.ahead.append(None if ahead is None else ahead())
-            self.in_flight.append(self.count() if self.count is not None else 0)
-            self.replying.append(self.replies() if self.replies is not None else 0)
-            last = i == self.windows - 1
-            yield AudioPiece(np.zeros(240, np.float32), i, i * 0.01, self.windows * 0.01, (), last)
+        if self.text == "hold":
+            self._hold(self.engine.gate)
+        self.prepared = True
+
+    def step(self, load: Load) -> AudioPiece | None:
+        engine, i = self.engine, self.made
+        if i == engine.windows:
+            return None
+        if self.text == "hold" and i > 0:
+            self._hold(engine.second_gate)
+        if i == 0:  # as the planner reads it: when it plans the opening window
+            engine.crowding[self.text] = load.crowded
+        engine.log.append(f"{self.text}:{i}")
+        engine.ahead.append(load.buffered_s)
+        engine.in_flight.append(load.in_flight)
+        engine.replying.append(load.replies)
+        self.made += 1
+        return AudioPiece(np.zeros(240, np.float32), i, i * 0.01, engine.windows * 0.01, (), i == engine.windows - 1)
+
+    def _hold(self, gate: threading.Event) -> None:
+        self.engine.busy.set()
+        while not gate.wait(0.005):
+            if self.cancel is not None:
+                self.cancel.check()
 
 
-async def pieces(job: Job) -> list[AudioPiece]:
+async def taken(job: Job) -> list[AudioPiece]:
     return [p async for p in job.stream()]
 
 
@@ -116,7 +131,7 @@ async def test_a_first_window_jumps_the_queue(held: tuple[Scheduler, StepEngine,
     later = _submit(scheduler, "a", 1)
     first = _submit(scheduler, "b", 0)
     engine.gate.set()
-    await asyncio.wait_for(asyncio.gather(*(pieces(j) for j in (hold, later, first))), 10)
+    await asyncio.wait_for(asyncio.gather(*(taken(j) for j in (hold, later, first))), 10)
     assert engine.log == ["hold:0", "b0:0", "a1:0", "hold:1", "b0:1", "a1:1"]
 
 
@@ -127,7 +142,7 @@ async def test_sessions_take_turns_window_by_window_and_chunks_keep_their_order(
     jobs = [_submit(scheduler, "a", 1), _submit(scheduler, "a", 2), _submit(scheduler, "b", 1)]
     assert scheduler.queued == 4
     engine.gate.set()
-    results = await asyncio.wait_for(asyncio.gather(*(pieces(j) for j in (hold, *jobs))), 10)
+    results = await asyncio.wait_for(asyncio.gather(*(taken(j) for j in (hold, *jobs))), 10)
     assert engine.log == ["hold:0", "a1:0", "b1:0", "hold:1", "a1:1", "b1:1", "a2:0", "a2:1"]
     assert all([p.index for p in r] == [0, 1] and r[-1].last for r in results)
     assert scheduler.queued == 0
@@ -139,10 +154,10 @@ async def test_openings_are_crowded_when_more_replies_wait_for_one_than_the_work
     await scheduler.start()
     try:
         pair = [_submit(scheduler, s, 0) for s in "ab"]  # two at once on two workers: nobody waits
-        await asyncio.wait_for(asyncio.gather(*(pieces(j) for j in pair)), 10)
+        await asyncio.wait_for(asyncio.gather(*(taken(j) for j in pair)), 10)
         four = [_submit(scheduler, s, 0) for s in "cdef"]  # the first two delay the last two
         later = [_submit(scheduler, s, 1) for s in "cdef"]
-        await asyncio.wait_for(asyncio.gather(*(pieces(j) for j in [*four, *later])), 10)
+        await asyncio.wait_for(asyncio.gather(*(taken(j) for j in [*four, *later])), 10)
     finally:
         await scheduler.stop()
     assert engine.crowding == {
@@ -156,7 +171,7 @@ async def test_an_opening_is_crowded_by_the_replies_that_come_while_its_text_is_
     async with holding(workers=2) as (scheduler, engine, hold):  # "hold" is the only one when queued
         others = [_submit(scheduler, s, 0) for s in "cde"]
         engine.gate.set()  # its front made: it sizes its opening with three more waiting
-        await asyncio.wait_for(asyncio.gather(*(pieces(j) for j in (hold, *others))), 10)
+        await asyncio.wait_for(asyncio.gather(*(taken(j) for j in (hold, *others))), 10)
     assert engine.crowding == {"hold": True, **{f"{s}0": True for s in "cde"}}
 
 
@@ -167,7 +182,7 @@ async def test_an_opening_that_finds_the_others_speaking_is_not_crowded() -> Non
         await asyncio.wait_for(anext(hold.stream()), 10)  # its listener is hearing it
         first = _submit(scheduler, "c", 0)
         engine.second_gate.set()
-        await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(first)), 10)
+        await asyncio.wait_for(asyncio.gather(taken(hold), taken(first)), 10)
     assert engine.crowding == {"hold": False, "c0": False}
 
 
@@ -175,7 +190,7 @@ async def test_without_priority_first_windows_wait_their_turn() -> None:
     async with holding(first_chunk_priority=False) as (scheduler, engine, hold):
         jobs = [_submit(scheduler, "a", 1), _submit(scheduler, "b", 0)]
         engine.gate.set()
-        await asyncio.wait_for(asyncio.gather(*(pieces(j) for j in (hold, *jobs))), 10)
+        await asyncio.wait_for(asyncio.gather(*(taken(j) for j in (hold, *jobs))), 10)
         assert engine.log == ["hold:0", "a1:0", "b0:0", "hold:1", "a1:1", "b0:1"]
 
 
@@ -189,12 +204,12 @@ async def test_cancel_drops_queued_chunks_and_stops_the_running_one(
     assert scheduler.queued == 2
     for job in mine:
         with pytest.raises(SynthesisCancelled):
-            await asyncio.wait_for(pieces(job), 10)
+            await asyncio.wait_for(taken(job), 10)
     scheduler.cancel("holder", "h")  # the running window: its token stops the engine mid-window
     assert hold.token.cancelled
     with pytest.raises(SynthesisCancelled):
-        await asyncio.wait_for(pieces(hold), 10)
-    assert len(await asyncio.wait_for(pieces(other), 10)) == 2
+        await asyncio.wait_for(taken(hold), 10)
+    assert len(await asyncio.wait_for(taken(other), 10)) == 2
     assert engine.log == ["b0:0", "b0:1"]  # nothing of the cancelled chunks was made
 
 
@@ -207,9 +222,9 @@ async def test_cancel_between_windows_makes_nothing_more(held: tuple[Scheduler, 
     assert first.index == 0 and engine.log == ["hold:0", "a0:0"]
     scheduler.cancel("a")  # "a0" waits between its windows
     engine.second_gate.set()
-    await asyncio.wait_for(pieces(hold), 10)
+    await asyncio.wait_for(taken(hold), 10)
     with pytest.raises(SynthesisCancelled):
-        await asyncio.wait_for(pieces(job), 10)
+        await asyncio.wait_for(taken(job), 10)
     assert "a0:1" not in engine.log
 
 
@@ -219,25 +234,10 @@ async def test_cancel_of_one_request_keeps_the_others(held: tuple[Scheduler, Ste
     drop = scheduler.submit("a", "drop", 0, "dropped", voice="af_heart", speed=1.0)
     assert scheduler.cancel("a", "drop") == 1
     engine.gate.set()
-    assert len(await asyncio.wait_for(pieces(keep), 10)) == 2
+    assert len(await asyncio.wait_for(taken(keep), 10)) == 2
     with pytest.raises(SynthesisCancelled):
-        await asyncio.wait_for(pieces(drop), 10)
+        await asyncio.wait_for(taken(drop), 10)
     assert not any(step.startswith("dropped") for step in engine.log)
-
-
-async def test_admission_counts_reserved_slots() -> None:
-    scheduler = Scheduler(FakeEngine(), max_queue=6)
-    scheduler.reserve(3)
-    scheduler.reserve(3)
-    assert scheduler.reserved == 6
-    with pytest.raises(Overloaded) as refused:
-        scheduler.reserve(1)
-    assert refused.value.retryable and refused.value.code == "overloaded"
-    scheduler.release(3)
-    scheduler.reserve(2)
-    assert scheduler.reserved == 5
-    scheduler.release(100)  # never below zero
-    assert scheduler.reserved == 0
 
 
 async def test_an_engine_failure_fails_one_job_not_the_worker() -> None:
@@ -247,8 +247,8 @@ async def test_an_engine_failure_fails_one_job_not_the_worker() -> None:
         bad = scheduler.submit("a", "r", 0, "bad", voice="af_heart", speed=1.0)
         good = scheduler.submit("b", "r", 0, "good", voice="af_heart", speed=1.0)
         with pytest.raises(EngineError, match="injected failure"):
-            await asyncio.wait_for(pieces(bad), 10)
-        assert len(await asyncio.wait_for(pieces(good), 10)) == 2
+            await asyncio.wait_for(taken(bad), 10)
+        assert len(await asyncio.wait_for(taken(good), 10)) == 2
     finally:
         await scheduler.stop()
 
@@ -266,7 +266,7 @@ async def test_a_cancelled_step_s_engine_time_reaches_on_done() -> None:
         await asyncio.sleep(0.2)  # "compute" in its first window
         scheduler.cancel("holder", "h")
         with pytest.raises(SynthesisCancelled):
-            await asyncio.wait_for(pieces(hold), 10)
+            await asyncio.wait_for(taken(hold), 10)
     finally:
         engine.gate.set()
         await scheduler.stop()
@@ -278,11 +278,10 @@ class CausedEngine(FakeEngine):
     """Fails as ONNX Runtime does: "terminated" as a cancel stopped through its terminate flag,
     "broken" as a fault, each with the library's error as the cause."""
 
-    def stream(self, text: str, **_: object) -> Iterator[AudioPiece]:
+    def synthesize(self, text: str, **_: object) -> Any:
         if text == "terminated":
             raise SynthesisCancelled("synthesis cancelled") from RuntimeError("Fail: terminate flag is set")
         raise EngineError("synthesis failed") from RuntimeError("Fail: bad input")
-        yield  # a generator, as a stream is
 
 
 async def test_a_cancel_is_not_logged_as_a_warning_and_a_fault_is(caplog: pytest.LogCaptureFixture) -> None:
@@ -292,7 +291,7 @@ async def test_a_cancel_is_not_logged_as_a_warning_and_a_fault_is(caplog: pytest
     try:
         for text, error in (("terminated", SynthesisCancelled), ("broken", EngineError)):
             with pytest.raises(error):
-                await asyncio.wait_for(pieces(scheduler.submit("a", text, 0, text, voice="af_heart", speed=1.0)), 10)
+                await asyncio.wait_for(taken(scheduler.submit("a", text, 0, text, voice="af_heart", speed=1.0)), 10)
     finally:
         await scheduler.stop()
     levels = {r.getMessage().split(":")[0]: r.levelno for r in caplog.records}
@@ -308,11 +307,11 @@ async def test_the_engine_sizes_windows_by_the_reply_s_playback_clock() -> None:
     try:
         clock = PlaybackClock()
         first = scheduler.submit("a", "r", 0, "one", voice="af_heart", speed=1.0, clock=clock)
-        await asyncio.wait_for(pieces(first), 10)
+        await asyncio.wait_for(taken(first), 10)
         second = scheduler.submit("a", "r", 1, "two", voice="af_heart", speed=1.0, clock=clock)
-        await asyncio.wait_for(pieces(second), 10)
+        await asyncio.wait_for(taken(second), 10)
         unclocked = scheduler.submit("b", "s", 0, "three", voice="af_heart", speed=1.0)
-        await asyncio.wait_for(pieces(unclocked), 10)
+        await asyncio.wait_for(taken(unclocked), 10)
     finally:
         await scheduler.stop()
     made = [0.0, 0.01, 0.02, 0.03, 0.04, 0.05]  # audio made before each of the six windows
@@ -323,17 +322,27 @@ async def test_the_engine_sizes_windows_by_the_reply_s_playback_clock() -> None:
 
 
 def test_a_listener_that_ran_dry_while_others_wait_gets_the_largest_window() -> None:
+    """The load the scheduler hands over says how far the listener is ahead, whether it is
+    hearing the reply, and how many replies wait: the planner's budget follows."""
     scheduler = Scheduler(StepEngine())
     fresh, dry, ahead = PlaybackClock(), PlaybackClock(), PlaybackClock()
     dry.add(0.0)
     ahead.add(1000.0)
-    assert scheduler.ahead_for(fresh) == 0.0  # nothing made yet: the first window is small anyway
-    assert scheduler.ahead_for(dry) == 0.0  # alone: the smallest window ends the gap soonest
-    assert 0.0 < scheduler.ahead_for(ahead) <= 1000.0
+
+    def budget(clock: PlaybackClock, session: str) -> float | None:
+        job = Job(session, "r", 1, "text", "af_heart", 1.0, clock=clock)
+        load = scheduler.load(job)
+        now = Situation(Speed.fixed(0.01), load, load.buffered_at(load.taken_at))
+        frames = frame_budget(WindowPolicy(), now)[0]
+        return None if frames is None else frames * 0.01  # back to seconds of compute
+
+    assert budget(fresh, "a") == 0.0  # nothing made yet: the first window is small anyway
+    assert budget(dry, "a") == 0.0  # alone: the smallest window ends the gap soonest
+    assert 0.0 < (budget(ahead, "a") or 0.0) <= 1000.0
     for session in "ab":  # the scheduler is not started: they wait in the rotation
         _submit(scheduler, session, 0)
-    assert scheduler.ahead_for(dry) == math.inf  # overloaded: throughput serves everyone best
-    assert scheduler.ahead_for(ahead) <= 1000.0
+    assert budget(dry, "a") == math.inf  # overloaded: throughput serves everyone best
+    assert (budget(ahead, "a") or 0.0) <= 1000.0
 
 
 def _client_submit(scheduler: Scheduler, client: str, session: str, index: int) -> Job:
@@ -346,7 +355,7 @@ async def test_clients_take_turns_before_their_sessions_do(held: tuple[Scheduler
     scheduler, engine, hold = held
     jobs = [_client_submit(scheduler, "x", s, 1) for s in "abc"] + [_client_submit(scheduler, "y", "d", 1)]
     engine.gate.set()
-    await asyncio.wait_for(asyncio.gather(*(pieces(j) for j in (hold, *jobs))), 10)
+    await asyncio.wait_for(asyncio.gather(*(taken(j) for j in (hold, *jobs))), 10)
     assert engine.log[:6] == ["hold:0", "a1:0", "d1:0", "hold:1", "b1:0", "d1:1"]
 
 
@@ -355,22 +364,9 @@ async def test_first_windows_are_shared_out_by_client(held: tuple[Scheduler, Ste
     scheduler, engine, hold = held
     jobs = [_client_submit(scheduler, "x", s, 0) for s in "abc"] + [_client_submit(scheduler, "y", "d", 0)]
     engine.gate.set()
-    await asyncio.wait_for(asyncio.gather(*(pieces(j) for j in (hold, *jobs))), 10)
+    await asyncio.wait_for(asyncio.gather(*(taken(j) for j in (hold, *jobs))), 10)
     firsts = [step for step in engine.log if step.endswith("0:0")]
     assert firsts == ["a0:0", "d0:0", "b0:0", "c0:0"]
-
-
-async def test_one_client_cannot_reserve_past_its_share() -> None:
-    scheduler = Scheduler(FakeEngine(), max_queue=12, max_per_client=6)
-    scheduler.reserve(3, "x")
-    scheduler.reserve(3, "x")
-    with pytest.raises(Overloaded) as refused:
-        scheduler.reserve(3, "x")
-    assert refused.value.retryable and refused.value.code == "client_limit"
-    scheduler.reserve(3, "y")  # another client still gets in
-    scheduler.release(3, "x")
-    scheduler.reserve(3, "x")
-    assert scheduler.reserved == 9
 
 
 async def _hold_in_second_window(scheduler: Scheduler, engine: StepEngine) -> None:
@@ -397,7 +393,7 @@ async def test_a_first_window_pauses_a_later_window_instead_of_waiting(
     assert engine.log == ["hold:0", "b0:0"] and hold.preempted  # "hold" was paused for it ...
     await asyncio.wait_for(_until(lambda: not hold.token.paused), 5)  # ... and resumed once no first window waits
     engine.second_gate.set()
-    await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(job)), 10)
+    await asyncio.wait_for(asyncio.gather(taken(hold), taken(job)), 10)
     assert engine.log == ["hold:0", "b0:0", "hold:1", "b0:1"]  # b's later window waits its turn
 
 
@@ -408,7 +404,7 @@ async def test_with_two_workers_a_first_window_still_pauses_a_later_one_rather_t
         first = await asyncio.wait_for(anext(job.stream()), 10)
         assert first.index == 0 and engine.log[:2] == ["hold:0", "b0:0"] and hold.preempted
         engine.second_gate.set()  # (b's later window may run beside "hold": the other worker is free)
-        await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(job)), 10)
+        await asyncio.wait_for(asyncio.gather(taken(hold), taken(job)), 10)
         assert sorted(engine.log) == ["b0:0", "b0:1", "hold:0", "hold:1"]
 
 
@@ -416,10 +412,10 @@ async def test_with_two_workers_two_sessions_later_windows_run_at_once() -> None
     async with holding(workers=2) as (scheduler, engine, hold):
         await _hold_in_second_window(scheduler, engine)
         later = _submit(scheduler, "a", 1)  # not a first window: the free worker takes it beside "hold"
-        await asyncio.wait_for(pieces(later), 10)
+        await asyncio.wait_for(taken(later), 10)
         assert engine.log == ["hold:0", "a1:0", "a1:1"] and not hold.preempted
         engine.second_gate.set()
-        await asyncio.wait_for(pieces(hold), 10)
+        await asyncio.wait_for(taken(hold), 10)
 
 
 async def test_with_two_workers_a_first_window_waits_for_a_later_one_it_may_not_pause() -> None:
@@ -430,7 +426,7 @@ async def test_with_two_workers_a_first_window_waits_for_a_later_one_it_may_not_
         await asyncio.sleep(0.1)
         assert engine.log == ["hold:0"]
         engine.second_gate.set()
-        await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(first), pieces(later)), 10)
+        await asyncio.wait_for(asyncio.gather(taken(hold), taken(first), taken(later)), 10)
         assert engine.log[:3] == ["hold:0", "hold:1", "b0:0"]
 
 
@@ -448,7 +444,7 @@ async def test_with_two_workers_first_windows_run_together_and_later_ones_wait_f
         await asyncio.sleep(0.1)
         assert engine.log == ["b0:0"]  # the later window waits while a first window runs
         engine.gate.set()
-        await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(first), pieces(later)), 10)
+        await asyncio.wait_for(asyncio.gather(taken(hold), taken(first), taken(later)), 10)
         assert engine.log.index("a1:0") > engine.log.index("hold:0")
     finally:
         engine.gate.set()
@@ -462,7 +458,7 @@ async def test_the_engine_is_told_the_windows_in_flight_and_the_replies_with_wor
     scheduler = Scheduler(engine, max_queue=16, workers=2)
     await scheduler.start()
     try:
-        await asyncio.wait_for(pieces(_submit(scheduler, "a", 0)), 10)
+        await asyncio.wait_for(taken(_submit(scheduler, "a", 0)), 10)
         assert engine.in_flight == [1, 1] and engine.replying == [1, 1]  # alone: every core
         hold = scheduler.submit("holder", "h", 0, "hold", voice="af_heart", speed=1.0)
         await asyncio.wait_for(asyncio.to_thread(engine.busy.wait, 10), 15)
@@ -470,8 +466,8 @@ async def test_the_engine_is_told_the_windows_in_flight_and_the_replies_with_wor
         await asyncio.wait_for(anext(beside.stream()), 10)
         assert engine.log[-1] == "b0:0" and engine.in_flight[-1] == 2 and engine.replying[-1] == 2
         engine.gate.set()
-        await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(beside)), 10)
-        assert scheduler._replies() == 0  # done: nothing queued
+        await asyncio.wait_for(asyncio.gather(taken(hold), taken(beside)), 10)
+        assert scheduler.turns.replies == 0  # done: nothing queued
     finally:
         engine.gate.set()
         await scheduler.stop()
@@ -485,7 +481,7 @@ async def test_a_paused_window_is_not_in_flight(held: tuple[Scheduler, StepEngin
     assert hold.preempted  # its window was paused for this one, which has the cores to itself:
     assert engine.in_flight[engine.log.index("b0:0")] == 1
     engine.second_gate.set()
-    await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(first)), 10)
+    await asyncio.wait_for(asyncio.gather(taken(hold), taken(first)), 10)
 
 
 async def test_a_window_is_paused_at_most_once(held: tuple[Scheduler, StepEngine, Job]) -> None:
@@ -497,7 +493,7 @@ async def test_a_window_is_paused_at_most_once(held: tuple[Scheduler, StepEngine
     await asyncio.sleep(0.1)
     assert "c0:0" not in engine.log and hold.preempted
     engine.second_gate.set()
-    await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(b), pieces(c)), 10)
+    await asyncio.wait_for(asyncio.gather(taken(hold), taken(b), taken(c)), 10)
     assert engine.log == ["hold:0", "b0:0", "hold:1", "c0:0", "b0:1", "c0:1"]
     assert not hold.preempted
 
@@ -509,7 +505,7 @@ async def test_without_preemption_a_first_window_waits_for_the_running_one() -> 
         await asyncio.sleep(0.1)
         assert engine.log == ["hold:0"] and not hold.token.paused
         engine.second_gate.set()
-        await asyncio.wait_for(asyncio.gather(pieces(hold), pieces(job)), 10)
+        await asyncio.wait_for(asyncio.gather(taken(hold), taken(job)), 10)
         assert engine.log == ["hold:0", "hold:1", "b0:0", "b0:1"]
 
 
@@ -523,9 +519,9 @@ async def test_a_paused_fake_inference_runs_again_after_the_first_window() -> No
         long = scheduler.submit("a", "a-r", 1, "x" * 40, voice="af_heart", speed=1.0)  # 0.4 s of "compute"
         await asyncio.wait_for(_until(lambda: long.running), 5)
         short = scheduler.submit("b", "b-r", 0, "hi", voice="af_heart", speed=1.0)
-        short_pieces = await asyncio.wait_for(pieces(short), 10)
+        short_pieces = await asyncio.wait_for(taken(short), 10)
         assert long.running and long.made == 0  # the first window came first
-        long_pieces = await asyncio.wait_for(pieces(long), 10)
+        long_pieces = await asyncio.wait_for(taken(long), 10)
         assert sum(len(p.samples) for p in long_pieces) == len(engine.synthesize("x" * 40).samples)
         assert short_pieces[-1].last and long_pieces[-1].last
     finally:
@@ -537,7 +533,7 @@ async def test_with_the_real_engine_a_first_window_comes_while_a_long_window_is_
     """A later chunk's 4 s window is running when another reply starts: its first window comes
     before that window ends, and the paused window, run again, gives the same audio."""
     text = "Your flight to Lisbon leaves tomorrow at nine forty from gate twelve, and boarding starts early."
-    reference = [p.samples for p in kokoro.stream(text, voice="af_heart", opening=False)]
+    reference = [p.samples for p in pieces(kokoro.stream(text, voice="af_heart", opening=False))]
     scheduler = Scheduler(kokoro)
     await scheduler.start()
     try:
@@ -547,31 +543,10 @@ async def test_with_the_real_engine_a_first_window_comes_while_a_long_window_is_
         short = scheduler.submit("b", "b-r", 0, "Hello there.", voice="af_heart", speed=1.0)
         first = await asyncio.wait_for(anext(short.stream()), 30)
         assert first.index == 0 and long.made == 0 and long.preempted
-        rest = await asyncio.wait_for(pieces(long), 60)
+        rest = await asyncio.wait_for(taken(long), 60)
         assert len(rest) == len(reference)
         for got, want in zip(rest, reference, strict=True):
             np.testing.assert_allclose(got.samples, want, atol=1e-5)
-        await asyncio.wait_for(pieces(short), 30)
+        await asyncio.wait_for(taken(short), 30)
     finally:
         await scheduler.stop()
-
-
-@pytest.mark.parametrize(
-    ("buffered_s", "window_s", "paused"),
-    [
-        (100.0, 0.2, True),  # a listener far ahead loses nothing it would hear
-        (0.0, 10.0, True),  # a dry listener's long window: the wait saved is longer than the stall added
-        (0.0, 0.2, False),  # a dry listener's short window: the first window waits for it instead
-        (None, 0.2, True),  # a reply whose listener is not known yet
-    ],
-)
-def test_a_window_is_paused_when_the_wait_saved_is_longer_than_the_stall_added(
-    buffered_s: float | None, window_s: float, paused: bool
-) -> None:
-    scheduler = Scheduler(FakeEngine())
-    job = _submit(scheduler, "a", 1)
-    if buffered_s is not None:
-        job.clock = PlaybackClock(started_at=time.perf_counter() - 5.0, audio_s=5.0 + buffered_s)
-    with job.token.interruptible(lambda: None, expected_s=window_s):
-        assert scheduler.worth_pausing(job) is paused
-    assert scheduler.worth_pausing(job)  # between inferences nothing decoded is lost

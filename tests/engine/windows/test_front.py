@@ -1,6 +1,6 @@
 import numpy as np
 
-from speakstream.engine.windowed import Utterance, timeline
+from speakstream.engine.windows.front import Utterance, timeline
 from speakstream.types import SAMPLE_RATE, WordTimestamp
 
 

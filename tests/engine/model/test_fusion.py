@@ -3,7 +3,6 @@ derived decoder on the real model."""
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from typing import Any
 
@@ -94,8 +93,8 @@ def decoder_input(kokoro: KokoroEngine, text: str, voice: str) -> dict[str, Any]
     part = kokoro.parts(text, kokoro.check_voice(voice).speaks)[0]
     style = kokoro.voice_bank.style(voice, len(part.tokens))
     _, *curves = ort_session(str(kokoro.assets.split("front"))).run(None, front_feed(part.tokens, style, 1.0))
-    assert kokoro.windowed is not None
-    return decoder_feed(curves, style, np.zeros((1, 1, len(kokoro.windowed.harmonics)), dtype=np.float32))
+    assert kokoro.runner is not None
+    return decoder_feed(curves, style, np.zeros((1, 1, len(kokoro.runner.model.harmonics)), dtype=np.float32))
 
 
 def test_the_rewritten_graph_computes_the_same() -> None:
@@ -125,70 +124,6 @@ def test_a_norm_whose_scale_is_not_per_channel_is_left_alone() -> None:
     assert fusion.fuse_adain(model) == 0
 
 
-FFT, HOP = 20, 5
-HANN = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(FFT) / FFT)).astype(np.float32)  # the generator's
-
-
-def stft_graph(signal: list[Any], *, window_input: bool = False) -> onnx.ModelProto:
-    """One ``STFT`` under the rewritten prefix, of a ``signal``-shaped input, 20-sample frames."""
-    window = helper.make_tensor_value_info("window", TensorProto.FLOAT, [FFT])
-    inits = [
-        numpy_helper.from_array(np.array(HOP, dtype=np.int64), "step"),
-        numpy_helper.from_array(np.array(FFT, dtype=np.int64), "length"),
-        *([] if window_input else [numpy_helper.from_array(HANN, "window")]),
-    ]
-    node = helper.make_node("STFT", ["x", "step", "window", "length"], ["y"], name=fusion.SCOPE + "STFT", onesided=1)
-    graph = helper.make_graph(
-        [node],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, signal), *([window] if window_input else [])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        inits,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-
-
-def real_fft(signal: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """The windowed frames' DFT as a real FFT computes it (numpy's pocketfft, as ``torch.stft``
-    on the CPU): [frames, bins], complex."""
-    frames = np.lib.stride_tricks.sliding_window_view(signal.ravel(), FFT)[::HOP]
-    return np.asarray(np.fft.rfft(frames * HANN, axis=-1))
-
-
-def assert_phases_agree(stft: np.ndarray[Any, Any], signal: np.ndarray[Any, Any]) -> None:
-    """``stft`` ([1, frames, bins, 2]) has the real FFT's phase wherever the bin is audible: pi
-    and -pi are the same angle but not the same value, and the generator reads the value."""
-    expected = real_fft(signal)
-    phase = np.arctan2(stft[0, ..., 1], stft[0, ..., 0])
-    audible = np.abs(expected) > 1e-5 * np.abs(expected).max()
-    assert audible.mean() > 0.5  # not a test of nothing (silence and unvoiced frames are not audible)
-    assert not np.any((np.abs(phase - np.angle(expected)) > 1.0) & audible)
-
-
-@pytest.mark.parametrize("signal", [[1, "samples"], [1, "samples", 1]], ids=["[B, L]", "[B, L, 1]"])
-def test_the_stft_as_a_convolution_computes_the_same_spectrum(signal: list[Any]) -> None:
-    """The same values within float rounding, and the real FFT's exact zeros (imaginary parts of
-    the DC and Nyquist bins), so the same phases as ``torch.stft`` gives."""
-    rng = np.random.default_rng(1)
-    samples = rng.standard_normal(2000).astype(np.float32)
-    samples[600:900] = -0.3  # a constant stretch: the DC bin negative, the others near zero
-    x = samples.reshape((1, 2000, 1)[: len(signal)])
-    before = run(stft_graph(signal), {"x": x})
-    model = stft_graph(signal)
-    assert fusion.stft_as_convolution(model) == 1
-    assert [n.op_type for n in model.graph.node].count("STFT") == 0
-    after = run(model, {"x": x})
-    assert after.shape == before.shape == (1, (2000 - FFT) // HOP + 1, FFT // 2 + 1, 2)
-    np.testing.assert_allclose(after, before, atol=1e-5 * np.abs(before).max())  # float rounding (the kernel's)
-    assert not after[0, :, [0, FFT // 2], 1].any()
-    assert_phases_agree(after, x)
-
-
-def test_a_complex_signal_or_a_computed_window_is_left_alone() -> None:
-    assert fusion.stft_as_convolution(stft_graph([1, "samples", 2])) == 0
-    assert fusion.stft_as_convolution(stft_graph([1, "samples"], window_input=True)) == 0
-
-
 @pytest.mark.model
 @pytest.mark.slow
 def test_the_derived_decoder_is_the_unfused_one_within_float_rounding(kokoro: KokoroEngine) -> None:
@@ -202,24 +137,3 @@ def test_the_derived_decoder_is_the_unfused_one_within_float_rounding(kokoro: Ko
     audio = [run(graph, feed).ravel() for graph in (unfused, fused)]
     snr_db = 10 * np.log10(np.sum(audio[0] ** 2) / np.sum((audio[1] - audio[0]) ** 2))
     assert snr_db > 90.0  # measured 115-120 dB on four utterances
-
-
-@pytest.mark.model
-@pytest.mark.slow
-def test_the_stft_of_the_real_decoder_as_a_convolution_has_a_real_ffts_phases(kokoro: KokoroEngine) -> None:
-    """In the real decoder, the convolution's spectrum of the harmonic source is the export's
-    ``STFT``'s within float rounding, and its phases are a real FFT's (PyTorch's) on every audible
-    bin: the ``STFT`` kernel's rounding gives -pi for pi on about a third of the Nyquist bins."""
-    export = onnx.load(str(kokoro.assets.decoder("float")))
-    stft = next(n for n in export.graph.node if n.op_type == "STFT")
-    derived = copy.deepcopy(export)
-    assert fusion.stft_as_convolution(derived) == 1
-    for graph in (export, derived):
-        graph.graph.output.extend(
-            helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in (stft.output[0], stft.input[0])
-        )
-    feed = decoder_input(kokoro, "Would you really like me to send the receipt?", "am_michael")
-    (_, expected, signal), (_, spectrum, same_signal) = (ort_session(g).run(None, feed) for g in (export, derived))
-    np.testing.assert_array_equal(same_signal, signal)
-    np.testing.assert_allclose(spectrum, expected, atol=1e-5 * np.abs(expected).max())
-    assert_phases_agree(spectrum, signal)

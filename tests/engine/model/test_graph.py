@@ -10,11 +10,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from speakstream.engine.decoding import FRAME_SAMPLES
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.model.assets import GRAPHS
 from speakstream.engine.model.graph import Index, front_feed, prune
 from speakstream.engine.phonemes.phonemizer import windows
+from speakstream.engine.windows.planner import FRAME_SAMPLES
 
 
 def small() -> onnx.ModelProto:

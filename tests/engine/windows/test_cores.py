@@ -1,13 +1,13 @@
-"""Lanes: an inference alone runs on every core; one that starts beside it, on a share of them; a
-long window's two halves alone run at once, on two shares."""
+"""Cores: an inference alone runs on the wide copy (every core); one that starts beside it, on a
+narrow copy (a share of them); a long window's two halves alone run at once, on two shares."""
 
 import threading
 from typing import Any
 
 import pytest
 
-from speakstream.engine.base import CancelToken, SynthesisCancelled
-from speakstream.engine.windows.cores import Lanes, run, run_pair
+from speakstream.engine.cancel import CancelToken, SynthesisCancelled
+from speakstream.engine.windows.cores import Cores, run, run_pair
 from speakstream.errors import EngineError
 
 
@@ -25,42 +25,38 @@ class Session:
 
 
 def test_alone_wide_beside_another_narrow_and_wide_again_when_none_is_free() -> None:
-    lanes = Lanes()
-    front = lanes.part("front wide", ["front narrow"])
-    decoder = lanes.part("decoder wide", ["decoder narrow 1", "decoder narrow 2"])
+    cores = Cores()
+    front = cores.copies("front wide", ["front narrow"])
+    decoder = cores.copies("decoder wide", ["decoder narrow 1", "decoder narrow 2"])
     with decoder.take() as first:
-        assert first == "decoder wide" and lanes.running == 1
+        assert first == "decoder wide" and cores.running == 1
         with front.take() as second, decoder.take() as third, decoder.take() as fourth, front.take() as fifth:
             lent = (second, third, fourth, fifth)
             assert lent == ("front narrow", "decoder narrow 2", "decoder narrow 1", "front wide")
-            assert lanes.running == 5
-    assert lanes.running == 0
+            assert cores.running == 5
+    assert cores.running == 0
     with decoder.take() as alone:
         assert alone == "decoder wide"
-    assert sorted(decoder.narrow) == ["decoder narrow 1", "decoder narrow 2"] and front.narrow == ["front narrow"]
+    assert sorted(decoder.free) == ["decoder narrow 1", "decoder narrow 2"] and front.free == ["front narrow"]
 
 
 def test_alone_but_with_another_window_about_to_start_it_takes_a_narrow_lane() -> None:
-    lanes = Lanes()
-    decoder = lanes.part("wide", ["narrow 1", "narrow 2"])
-    in_flight = 2
-    lanes.in_flight = lambda: in_flight
-    with decoder.take() as first:
+    cores = Cores()
+    decoder = cores.copies("wide", ["narrow 1", "narrow 2"])
+    with decoder.take(shared=True) as first:
         assert first == "narrow 2"  # the other window starts a few ms later: both share the cores
-        with decoder.take() as second:
+        with decoder.take(shared=True) as second:
             assert second == "narrow 1"
-    in_flight = 1
     with decoder.take() as alone:
         assert alone == "wide"
-    in_flight = 3
-    with decoder.take(), decoder.take(), decoder.take() as third:
+    with decoder.take(shared=True), decoder.take(shared=True), decoder.take(shared=True) as third:
         assert third == "wide"  # no narrow one free: every inference still runs
-    assert sorted(decoder.narrow) == ["narrow 1", "narrow 2"]
+    assert sorted(decoder.free) == ["narrow 1", "narrow 2"]
 
 
 def test_a_lane_is_returned_when_its_inference_fails() -> None:
-    lanes = Lanes()
-    decoder = lanes.part("wide", ["narrow"])
+    cores = Cores()
+    decoder = cores.copies("wide", ["narrow"])
 
     def fail_beside() -> None:
         with decoder.take() as lent:
@@ -69,14 +65,14 @@ def test_a_lane_is_returned_when_its_inference_fails() -> None:
 
     with decoder.take(), pytest.raises(RuntimeError, match="inference failed"):
         fail_beside()
-    assert lanes.running == 0 and decoder.narrow == ["narrow"]
+    assert cores.running == 0 and decoder.free == ["narrow"]
 
 
 def test_run_takes_a_lane_per_inference_and_a_waiting_one_holds_none() -> None:
     gate = threading.Event()
-    lanes = Lanes()
+    cores = Cores()
     wide, narrow = Session("wide", gate), Session("narrow")
-    sessions = lanes.part(wide, [narrow])
+    sessions = cores.copies(wide, [narrow])
     results: list[Any] = []
     worker = threading.Thread(target=lambda: results.append(run(sessions, None, {}, None)[0]))
     worker.start()
@@ -89,33 +85,31 @@ def test_run_takes_a_lane_per_inference_and_a_waiting_one_holds_none() -> None:
         paused = threading.Thread(target=lambda: results.append(run(sessions, None, {}, waiting)[0]))
         paused.start()
         threading.Event().wait(0.1)
-        assert lanes.running == 1  # the paused inference waits for its turn without a lane
+        assert cores.running == 1  # the paused inference waits for its turn without a lane
     finally:
         gate.set()
         worker.join(10)
     waiting.resume()
     paused.join(10)
     assert [r[0] for r in results] == ["wide", "wide"]  # the paused one ran after, alone: on every core
-    assert lanes.running == 0 and narrow.runs == 1
+    assert cores.running == 0 and narrow.runs == 1
 
 
 def test_a_pair_takes_two_narrow_lanes_only_when_nothing_else_runs_or_is_about_to() -> None:
-    lanes = Lanes()
-    decoder = lanes.part("wide", ["narrow 1", "narrow 2"])
+    cores = Cores()
+    decoder = cores.copies("wide", ["narrow 1", "narrow 2"])
     with decoder.take_pair() as pair:
-        assert sorted(pair or ()) == ["narrow 1", "narrow 2"] and lanes.running == 2
+        assert sorted(pair or ()) == ["narrow 1", "narrow 2"] and cores.running == 2
         with decoder.take() as beside:
             assert beside == "wide"  # no narrow one free: it still runs
-    assert lanes.running == 0 and sorted(decoder.narrow) == ["narrow 1", "narrow 2"]
+    assert cores.running == 0 and sorted(decoder.free) == ["narrow 1", "narrow 2"]
     with decoder.take() as running, decoder.take_pair() as pair:
         assert running == "wide" and pair is None  # another inference runs
-    lanes.in_flight = lambda: 2
-    with decoder.take_pair() as pair:
+    with decoder.take_pair(shared=True) as pair:
         assert pair is None  # another window is about to start
-    lanes.in_flight = None
-    with lanes.part("wide", ["narrow"]).take_pair() as pair:
+    with cores.copies("wide", ["narrow"]).take_pair() as pair:
         assert pair is None  # one narrow session: no pair
-    assert lanes.running == 0
+    assert cores.running == 0
 
 
 class Half(Session):
@@ -140,30 +134,30 @@ class Half(Session):
 
 def test_run_pair_runs_both_halves_at_once_and_returns_them_in_order() -> None:
     barrier = threading.Barrier(2)
-    lanes = Lanes()
-    sessions = lanes.part(Session("wide"), [Half("b", barrier), Half("a", barrier)])
+    cores = Cores()
+    sessions = cores.copies(Session("wide"), [Half("b", barrier), Half("a", barrier)])
     (first, second), seconds = run_pair(sessions, None, ("one", "two"), None)
     assert sorted([first[0], second[0]]) == ["a one", "b two"] and seconds is not None
-    assert lanes.running == 0 and len(sessions.narrow) == 2
+    assert cores.running == 0 and len(sessions.free) == 2
 
 
 def test_run_pair_runs_the_halves_one_after_the_other_when_another_inference_runs() -> None:
-    lanes = Lanes()
+    cores = Cores()
     wide = Session("wide")
-    sessions = lanes.part(wide, [Session("narrow 1"), Session("narrow 2")])
-    with lanes.part("front", []).take():  # the front of another reply runs
+    sessions = cores.copies(wide, [Session("narrow 1"), Session("narrow 2")])
+    with cores.copies("front", []).take():  # the front of another reply runs
         (first, second), seconds = run_pair(sessions, None, ("one", "two"), None)
     assert seconds is None and first == second == ["narrow 2"]  # each beside the running front
-    assert lanes.running == 0
+    assert cores.running == 0
 
 
-def _held_pair(token: CancelToken) -> tuple[Lanes, list[Half], Any, list[Any]]:
+def _held_pair(token: CancelToken) -> tuple[Cores, list[Half], Any, list[Any]]:
     """A pair running on two held halves in a worker thread (both started), and what it returned
     or raised once the thread ends."""
     barrier = threading.Barrier(2)
-    lanes = Lanes()
+    cores = Cores()
     held = [Half("b", barrier, hold=True), Half("a", barrier, hold=True)]
-    sessions = lanes.part(Session("wide"), held)
+    sessions = cores.copies(Session("wide"), held)
     ended: list[Any] = []
 
     def pair() -> None:
@@ -176,15 +170,15 @@ def _held_pair(token: CancelToken) -> tuple[Lanes, list[Half], Any, list[Any]]:
     worker.start()
     while token.running() is None or sum(h.runs for h in held) < 2:
         threading.Event().wait(0.005)
-    return lanes, held, worker, ended
+    return cores, held, worker, ended
 
 
 def test_a_pause_stops_both_halves_and_the_pair_runs_again_once_resumed() -> None:
     token = CancelToken()
-    lanes, held, worker, ended = _held_pair(token)
+    cores, held, worker, ended = _held_pair(token)
     token.pause()
-    while lanes.running:
-        threading.Event().wait(0.005)  # both halves stopped, their lanes returned
+    while cores.running:
+        threading.Event().wait(0.005)  # both halves stopped, their cores returned
     for half in held:
         half.hold = False
     token.resume()
@@ -192,7 +186,7 @@ def test_a_pause_stops_both_halves_and_the_pair_runs_again_once_resumed() -> Non
     (((first, second), _),) = ended
     assert first[0].endswith(" one") and second[0].endswith(" two") and first != second
     assert [h.runs for h in held] == [2, 2]
-    assert lanes.running == 0
+    assert cores.running == 0
 
 
 class SlowToStop(Session):
@@ -240,15 +234,15 @@ def test_an_inference_that_stops_after_its_pause_has_ended_runs_again() -> None:
 
 def test_a_cancel_stops_both_halves_and_a_failing_half_fails_the_pair() -> None:
     token = CancelToken()
-    lanes, _, worker, ended = _held_pair(token)
+    cores, _, worker, ended = _held_pair(token)
     token.cancel()
     worker.join(10)
-    assert isinstance(ended[0], SynthesisCancelled) and lanes.running == 0
+    assert isinstance(ended[0], SynthesisCancelled) and cores.running == 0
     barrier = threading.Barrier(2)
-    broken = lanes.part(Session("wide"), [Half("b", barrier, fail=True), Half("a", barrier)])
+    broken = cores.copies(Session("wide"), [Half("b", barrier, fail=True), Half("a", barrier)])
     with pytest.raises(EngineError, match="inference failed"):
         run_pair(broken, None, ("one", "two"), None)
-    assert lanes.running == 0 and len(broken.narrow) == 2
+    assert cores.running == 0 and len(broken.free) == 2
 
 
 CPU, CUDA = ["CPUExecutionProvider"], ["CUDAExecutionProvider", "CPUExecutionProvider"]
@@ -269,9 +263,9 @@ CPU, CUDA = ["CPUExecutionProvider"], ["CUDAExecutionProvider", "CPUExecutionPro
 def test_two_lanes_by_default_on_a_cpu_with_cores_to_share(
     config: dict[str, Any], providers: list[str], expected: int
 ) -> None:
-    from speakstream.engine.kokoro import EngineConfig, lanes
+    from speakstream.engine.config import EngineConfig, engine_lanes
 
-    assert lanes(EngineConfig(**config), providers) == expected
+    assert engine_lanes(EngineConfig(**config), providers) == expected
 
 
 @pytest.mark.parametrize(
@@ -279,7 +273,7 @@ def test_two_lanes_by_default_on_a_cpu_with_cores_to_share(
     [("auto", CPU, "mixed"), ("auto", CUDA, "float"), ("float", CPU, "float"), ("mixed", CUDA, "mixed")],
 )
 def test_the_int8_decoder_is_the_default_on_the_cpu_only(requested: str, providers: list[str], expected: str) -> None:
-    from speakstream.engine.kokoro import pick_decoder
+    from speakstream.engine.config import pick_decoder
 
     assert pick_decoder(requested, providers) == expected
 
@@ -291,6 +285,6 @@ def test_the_int8_decoder_is_the_default_on_the_cpu_only(requested: str, provide
 def test_a_crowded_opening_gets_the_int8_decoder_where_the_mixed_one_runs(
     requested: str, decoder: str, expected: str | None
 ) -> None:
-    from speakstream.engine.kokoro import pick_crowded_decoder
+    from speakstream.engine.config import pick_crowded_decoder
 
     assert pick_crowded_decoder(requested, decoder) == expected

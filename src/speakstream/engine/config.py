@@ -1,0 +1,111 @@
+"""How the Kokoro engine loads and runs its model: one frozen config, and what each setting resolves
+to on the providers this onnxruntime has."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from speakstream.engine.windows.edges import EdgePolicy
+from speakstream.engine.windows.policy import WindowPolicy
+from speakstream.errors import EngineError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineConfig:
+    """How the engine loads and runs the model."""
+
+    model_dir: Path | None = None
+    """Model directory; default ``SPEAKSTREAM_MODEL_DIR`` or the cache."""
+    graph: str = "fast"
+    """``fast`` (float convolutions, durations, decoded in windows), ``timed`` (int8, durations,
+    decoded whole) or ``original``."""
+    decoder: str = "auto"
+    """The ``fast`` graph's decoder: ``mixed`` (the generator's first stage and noise branch in
+    int8, faster on a CPU; see ``model.quantize``), ``float``, or ``auto``: ``mixed`` on the CPU
+    provider, ``float`` on any other (a GPU's provider may lack ``QLinearConv``)."""
+    crowded_decoder: str = "auto"
+    """The decoder for a reply's opening while more replies wait for their first audio than the
+    engine has lanes: ``int8`` (every convolution of the generator in int8: faster, a little further
+    from the float decoder), ``same`` (``decoder``), or ``auto``: ``int8`` beside ``mixed``, else
+    ``same``. ``int8`` loads the decoder once more for each copy of ``decoder``."""
+    intra_op_threads: int = 0
+    """Threads inside one inference (0: ONNX Runtime's default, the physical cores)."""
+    inter_op_threads: int = 1
+    parallel: int = 0
+    """Inferences that may run at once, the engine's lanes (0: 2 on a CPU with 2 cores or more,
+    else 1). Above 1 on a CPU, each part of the model is also loaded as that many narrow copies
+    (an equal share of the cores each) for inferences that start beside another."""
+    spin_threads: bool = False
+    """Let ONNX Runtime's threads spin between kernels: a little faster on an idle machine, much
+    slower when the cores are shared (an LLM on the same CPU), so off by default."""
+    providers: tuple[str, ...] | None = None
+    """Execution providers; None picks CUDA when this onnxruntime has it, else CPU."""
+    edges: EdgePolicy = field(default_factory=EdgePolicy)
+    windows: WindowPolicy = field(default_factory=WindowPolicy)
+    """How the ``fast`` graph's decoder is run in windows (streaming inside a chunk)."""
+    languages: tuple[str, ...] = ()
+    """Languages whose G2P loads with the engine (the others load on first use)."""
+    warm_runs: int = 2
+    """Runs of every copy of every part before serving (narrow copies and the crowded decoder
+    included), so the first burst of listeners does not pay their first runs; 0: the wide copies
+    only, through two syntheses."""
+
+
+def pick_providers(requested: tuple[str, ...] | None = None) -> list[str]:
+    import onnxruntime as ort
+
+    available = ort.get_available_providers()
+    wanted = requested or tuple(p for p in os.environ.get("SPEAKSTREAM_PROVIDERS", "").split(",") if p)
+    if wanted:
+        missing = [p for p in wanted if p not in available]
+        if missing:
+            raise EngineError(f"execution providers {missing} not in this onnxruntime ({available})", retryable=False)
+        return list(wanted)
+    if "CUDAExecutionProvider" in available:
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    return ["CPUExecutionProvider"]
+
+
+def pick_decoder(requested: str, providers: list[str]) -> str:
+    """``EngineConfig.decoder`` for these providers: ``auto`` is ``mixed`` on the CPU only."""
+    if requested != "auto":
+        return requested
+    return "mixed" if providers[0] == "CPUExecutionProvider" else "float"
+
+
+def pick_crowded_decoder(requested: str, decoder: str) -> str | None:
+    """``EngineConfig.crowded_decoder`` beside ``decoder`` (resolved): None for the same one."""
+    if requested == "auto":
+        return "int8" if decoder == "mixed" else None
+    return None if requested in ("same", decoder) else requested
+
+
+def engine_lanes(config: EngineConfig, providers: list[str]) -> int:
+    """Inferences that may run at once: ``config.parallel``, or what 0 chooses: two on a CPU with 2
+    cores or more (two narrow inferences do more than one wide one; one alone still gets every
+    core), else one (a GPU, or a whole graph, which has no narrow copies)."""
+    if config.parallel:
+        return config.parallel
+    on_cpu = providers[0] == "CPUExecutionProvider" and config.graph == "fast"
+    return 2 if on_cpu and cores(config) >= 2 else 1
+
+
+def cores(config: EngineConfig) -> int:
+    """The cores one inference may use."""
+    return config.intra_op_threads or os.cpu_count() or 1
+
+
+def session_options(intra_op_threads: int, inter_op_threads: int, spin: bool) -> Any:
+    """ONNX Runtime options for one of the engine's sessions (0 threads: ONNX Runtime's default)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = intra_op_threads
+    options.inter_op_num_threads = inter_op_threads
+    options.log_severity_level = 3
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
+    return options

@@ -1,0 +1,123 @@
+"""Kokoro as two graphs, front and decoder, each loaded as copies on the engine's cores and warmed
+before traffic. Running them is the front's and the runner's work, not this module's.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from speakstream.engine.model.assets import Assets
+from speakstream.engine.model.graph import decoder_feed, front_feed
+from speakstream.engine.windows.cores import Copies, Cores
+
+WARM_RUNS = 2
+"""Runs of each copy before serving, by default: ONNX Runtime's first run of a session grows its
+memory arena and the second plans its memory; until both, a window takes up to twice as long."""
+
+
+class SplitModel:
+    """The front, the decoder and the crowded decoder, each a wide copy (every core) and narrow
+    copies (a share of the cores each) on one ``Cores``."""
+
+    def __init__(
+        self,
+        cores: Cores,
+        front: Copies,
+        decoder: Copies,
+        crowded: Copies | None = None,
+        *,
+        harmonics: NDArray[np.float64],
+        rate: float,
+        providers: list[str],
+        crowded_decoder_name: str | None = None,
+    ) -> None:
+        self.cores, self.front, self.decoder = cores, front, decoder
+        self.crowded = crowded
+        """The decoder of a crowded opening (None: ``decoder``)."""
+        self.crowded_decoder_name = crowded_decoder_name
+        self.harmonics, self.rate, self.providers = harmonics, rate, providers
+        self.narrow_count = len(decoder.every) - 1
+        self.warmed = False
+        """Every copy has been run before serving (``warm``)."""
+
+    @classmethod
+    def load(
+        cls,
+        assets: Assets,
+        options: Any,
+        providers: list[str],
+        *,
+        narrow: tuple[Any, int] | None = None,
+        decoder: str = "mixed",
+        crowded_decoder: str | None = None,
+    ) -> SplitModel:
+        """The parts from ``assets``. ``narrow``: (session options with a share of the cores, how
+        many copies); ``decoder``: which decoder part (``Assets.decoder``); ``crowded_decoder``:
+        the part for a crowded opening (None: none beside ``decoder``)."""
+        import onnxruntime as ort
+
+        narrow_options, count = narrow or (None, 0)
+        cores = Cores()
+
+        def copies(path: Path) -> Copies:
+            def session(part_options: Any) -> Any:
+                return ort.InferenceSession(str(path), part_options, providers=providers)
+
+            return cores.copies(session(options), [session(narrow_options) for _ in range(count)])
+
+        main = copies(assets.decoder(decoder))
+        meta = main.wide.get_modelmeta().custom_metadata_map
+        return cls(
+            cores,
+            copies(assets.split("front")),
+            main,
+            None if crowded_decoder is None else copies(assets.decoder(crowded_decoder)),
+            harmonics=np.array([float(h) for h in meta["sine_harmonics"].split(",")]),
+            rate=float(meta["sine_rate"]),
+            providers=main.wide.get_providers(),
+            crowded_decoder_name=crowded_decoder,
+        )
+
+    @property
+    def on_cpu(self) -> bool:
+        return self.providers[0] == "CPUExecutionProvider"
+
+    @property
+    def pairs_possible(self) -> bool:
+        """Two narrow decoder copies or more (not on a GPU, nor with one lane)."""
+        return self.narrow_count >= 2
+
+    def decoders(self, name: str) -> Copies:
+        """The copies of decoder ``name`` (``main`` or ``crowded``; ``main`` when there is no other)."""
+        return self.crowded if name == "crowded" and self.crowded is not None else self.decoder
+
+    def warm(self, tokens: tuple[int, ...], style: NDArray[np.float32], runs: int = WARM_RUNS) -> None:
+        """Run every copy of every part ``runs`` times on one reply whole (its frames are the
+        largest window each copy is warmed for), the narrow copies at once as they serve. Once per
+        model: a server started again on the same engine finds it warm."""
+        if self.warmed:
+            return
+        self.warmed = True
+        phase = np.zeros((1, 1, len(self.harmonics)), np.float32)
+        decoders = [self.decoder, *([self.crowded] if self.crowded else [])]
+        with ThreadPoolExecutor(max(1, self.narrow_count), thread_name_prefix="speakstream-warm") as pool:
+            for _ in range(runs):
+                _, features, f0, energy = _each(pool, self.front, None, front_feed(tokens, style, 1.0))
+                feed = decoder_feed((features, f0, energy), style, phase)
+                for copies in decoders:
+                    _each(pool, copies, ["audio"], feed)
+
+
+def _each(pool: ThreadPoolExecutor, copies: Copies, outputs: list[str] | None, feed: Any) -> Any:
+    """Every copy of a part run on ``feed``: the wide one, then the narrow ones at once; the wide
+    one's outputs."""
+    wide, *narrow = copies.every
+    outputs_of = wide.run(outputs, feed)
+    for _ in pool.map(lambda copy: copy.run(outputs, feed), narrow):
+        pass
+    return outputs_of

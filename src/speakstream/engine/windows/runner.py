@@ -1,0 +1,119 @@
+"""Runs what the planner decided on the model's copies, and nothing else: the front of a phoneme
+window, and a window plan (one span, or two halves at once) with the sine phase carried into it,
+stitched onto the windows before it. It reports each window's time to the speed estimator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from speakstream.engine.cancel import CancelToken
+from speakstream.engine.model.graph import decoder_feed, front_feed
+from speakstream.engine.phonemes.phonemizer import Phonemized
+from speakstream.engine.windows import cores
+from speakstream.engine.windows.edges import EdgePolicy
+from speakstream.engine.windows.front import Utterance, utterance
+from speakstream.engine.windows.parts import SplitModel
+from speakstream.engine.windows.planner import FRAME_SAMPLES, Span, WindowPlan
+from speakstream.engine.windows.speed import SpeedEstimator
+from speakstream.engine.windows.stitch import Stitcher, sine_phase
+from speakstream.types import SAMPLE_RATE
+
+
+class Runner:
+    """Executes fronts and window plans on a ``SplitModel``."""
+
+    def __init__(self, model: SplitModel, speed: SpeedEstimator) -> None:
+        self.model, self.speed = model, speed
+        self.paired_windows = 0
+        """Windows whose two halves were decoded at once, counted."""
+
+    def front(
+        self,
+        part: Phonemized,
+        style: NDArray[np.float32],
+        pace: float,
+        text: str,
+        cancel: CancelToken | None,
+        *,
+        edges: EdgePolicy,
+        shared: bool = False,
+    ) -> Utterance:
+        """The front of ``part`` spoken at ``pace``, the end of ``text``'s speech, its audio to be
+        kept within ``edges``."""
+        feed = front_feed(part.tokens, style, pace)
+        outputs, _ = cores.run(self.model.front, None, feed, cancel, shared=shared)
+        return utterance(outputs, part, style, text, edges)
+
+    @staticmethod
+    def stitcher(u: Utterance, crossfade: int, edges: EdgePolicy) -> Stitcher:
+        """What joins ``u``'s windows, ``crossfade`` samples overlapping at each seam."""
+        fade = int(edges.fade_s * SAMPLE_RATE)
+        return Stitcher(u.head, u.end, crossfade, fade, u.tail, edges.threshold_db, u.speech_end)
+
+    def run(
+        self,
+        u: Utterance,
+        plan: WindowPlan,
+        stitch: Stitcher,
+        cancel: CancelToken | None,
+        *,
+        alone: bool,
+        shared: bool,
+    ) -> NDArray[np.float32]:
+        """The audio ``plan`` adds to ``u``'s stream. ``alone``: nothing else ran as it was planned;
+        ``shared``: the scheduler runs other windows beside it."""
+        audios: tuple[NDArray[np.float32], ...]
+        if len(plan.spans) == 2:
+            audios = self._pair(u, plan.spans, cancel, shared=shared)
+        else:
+            audios = (self.decode(u, plan.spans[0], cancel, decoder=plan.decoder, alone=alone, shared=shared),)
+        crossfade, stop = stitch.crossfade, u.stop_frame
+        pieces = []
+        for span, audio in zip(plan.spans, audios, strict=True):
+            lo = (span.keep_start - span.start) * FRAME_SAMPLES - (crossfade if span.keep_start > u.first_frame else 0)
+            hi = (span.keep_end - span.start) * FRAME_SAMPLES + (0 if span.keep_end == stop else crossfade)
+            pieces.append(stitch.add(audio[lo:hi], span.start * FRAME_SAMPLES + lo, span.keep_end == stop))
+        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+
+    def decode(
+        self,
+        u: Utterance,
+        span: Span,
+        cancel: CancelToken | None,
+        *,
+        decoder: str = "main",
+        alone: bool = True,
+        shared: bool = False,
+    ) -> NDArray[np.float32]:
+        """Frames ``[span.start, span.end)`` of ``u`` on ``decoder``'s copies; a window of the main
+        decoder is measured (another decoder's speed is not its own)."""
+        expected_s = self.speed.reading().expected_s(span.frames)
+        copies = self.model.decoders(decoder)
+        (audio,), seconds = cores.run(copies, ["audio"], self.feed(u, span), cancel, expected_s, shared=shared)
+        if copies is self.model.decoder:
+            still = alone and self.model.cores.running == 0 and not shared
+            self.speed.measured(seconds, span.frames, alone=alone, still_alone=still)
+        return np.asarray(audio, dtype=np.float32).ravel()
+
+    def _pair(
+        self, u: Utterance, spans: tuple[Span, ...], cancel: CancelToken | None, *, shared: bool
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+        """Two spans decoded at once on two narrow copies when nothing else runs, else one after the
+        other. Neither is measured: the speeds size windows by one inference's, which a pair beats."""
+        first, second = spans
+        expected_s = self.speed.reading().expected_s(max(first.frames, second.frames), narrow=True)
+        feeds = (self.feed(u, first), self.feed(u, second))
+        ((one,), (two,)), seconds = cores.run_pair(
+            self.model.decoder, ["audio"], feeds, cancel, expected_s, shared=shared
+        )
+        self.paired_windows += seconds is not None
+        return np.asarray(one, dtype=np.float32).ravel(), np.asarray(two, dtype=np.float32).ravel()
+
+    def feed(self, u: Utterance, span: Span) -> dict[str, Any]:
+        """The decoder's inputs for ``span`` of ``u``, its sine source at the phase it has there."""
+        phase = sine_phase(u.f0, 2 * span.start, self.model.harmonics, self.model.rate)
+        return decoder_feed((u.features, u.f0, u.energy), u.style, phase, span.start, span.end)

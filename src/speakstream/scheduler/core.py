@@ -1,0 +1,232 @@
+"""The scheduler's workers: each turn runs one step of a chunk (reading its text, or one window)
+on a worker thread, handing the engine the load at that moment as plain data (``types.Load``).
+
+Who goes next is ``priority`` and ``turns``; who gets in is ``admission``. A cancelled or
+disconnected session's queued work is dropped at once and a running window is stopped (ONNX
+Runtime's terminate flag). Inference never runs on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from speakstream.engine.base import Engine
+from speakstream.engine.cancel import SynthesisCancelled, WorkClock
+from speakstream.errors import EngineError, SpeakstreamError
+from speakstream.scheduler import priority
+from speakstream.scheduler.admission import Admission
+from speakstream.scheduler.job import Clock, Job, PlaybackClock
+from speakstream.scheduler.priority import Priority
+from speakstream.scheduler.turns import Turns
+from speakstream.types import AudioPiece, Load
+
+log = logging.getLogger("speakstream.scheduler")
+
+
+class Scheduler:
+    """Queue of chunks for one engine, served window by window by ``workers`` threads (one a lane)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        workers: int = 1,
+        max_queue: int = 64,
+        first_chunk_priority: bool = True,
+        preempt: bool = True,
+        max_per_client: int = 0,
+        on_done: Callable[[Job, AudioPiece | None], None] | None = None,
+        clock: Clock = time.perf_counter,
+    ) -> None:
+        self.engine = engine
+        self.workers = workers
+        self.admission = Admission(max_queue, max_per_client)
+        self.turns = Turns()
+        self.priority = Priority(first_chunk_priority=first_chunk_priority, preempt=preempt)
+        self._on_done = on_done
+        self._clock = clock
+        self._wakeup = asyncio.Event()
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="speakstream-engine")
+        self._urgent_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="speakstream-urgent")
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def queued(self) -> int:
+        """Chunks waiting for (or in) synthesis."""
+        return self.turns.queued
+
+    @property
+    def reserved(self) -> int:
+        return self.admission.reserved
+
+    @property
+    def running(self) -> bool:
+        """Every engine worker is alive (one that died of a bug leaves chunks unserved)."""
+        return bool(self._tasks) and not any(task.done() for task in self._tasks)
+
+    def reserve(self, slots: int, client: str = "") -> None:
+        """Admission: room for a reply's chunks in flight, or a retryable ``Overloaded``."""
+        self.admission.reserve(slots, client)
+
+    def release(self, slots: int, client: str = "") -> None:
+        self.admission.release(slots, client)
+
+    def crowded(self) -> bool:
+        """More replies wait for their first window than the workers run at once."""
+        return priority.crowded(self.turns.jobs(), self.workers)
+
+    def load(self, job: Job, *, planning: bool = True) -> Load:
+        """The load as ``job`` takes its turn. ``planning``: a window is planned with it, so the
+        reply's crowding is settled now (after its front: replies that came meanwhile count)."""
+        if planning:
+            job.crowded = job.crowded or (job.first_window and self.crowded())
+        clock = job.clock
+        return Load(
+            lanes=self.workers,
+            in_flight=self.priority.in_flight,
+            replies=self.turns.replies,
+            waiting_first=sum(1 for j in self.turns.jobs() if j.first_window and not j.ended),
+            crowded=job.crowded,
+            buffered_s=None if clock is None else clock.ahead_s(),
+            playing=clock is not None and clock.playing,
+            taken_at=self._clock(),
+        )
+
+    async def start(self) -> None:
+        self._tasks = [asyncio.create_task(self._work(), name=f"engine-worker-{i}") for i in range(self.workers)]
+        self._tasks.append(asyncio.create_task(self._work_urgent(), name="engine-urgent"))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        for session_id in self.turns.sessions:
+            self.cancel(session_id)
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        self._urgent_executor.shutdown(wait=True, cancel_futures=True)
+
+    def submit(
+        self,
+        session_id: str,
+        request_id: str,
+        index: int,
+        text: str,
+        *,
+        voice: str,
+        speed: float,
+        clock: PlaybackClock | None = None,
+        client: str = "",
+    ) -> Job:
+        """Queue one chunk of an admitted reply (see ``reserve``); ``job.stream()`` gives its audio.
+        ``clock``: the reply's, so each window is sized to what its listener has buffered."""
+        job = Job(session_id, request_id, index, text, voice, speed, client, taken=self._wakeup.set, clock=clock)
+        self.turns.add(job)
+        job.crowded = job.first_window and self.crowded()
+        self._wakeup.set()
+        return job
+
+    def cancel(self, session_id: str, request_id: str | None = None) -> int:
+        """Stop a session's (or one request's) chunks: the running window stops, the rest is dropped."""
+        dropped = self.turns.cancel(session_id, request_id)
+        for job in dropped:
+            job.token.cancel()
+            if not job.running:
+                job.close(SynthesisCancelled("synthesis cancelled"))
+        return len(dropped)
+
+    async def _work(self) -> None:
+        while True:
+            job = self.priority.pick(self.turns.ready(), self.turns.next_of)
+            if job is None:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            await self._run(job, self._executor, self.priority.busy)
+
+    async def _work_urgent(self) -> None:
+        """The lane for first windows that would wait for a busy worker: pause the windows running,
+        make the first windows, resume the paused windows."""
+        try:
+            while True:
+                job = self.priority.pick_urgent(self.turns.ready(), self.turns.next_of)
+                if job is None:
+                    self.priority.resume_paused()
+                    self._wakeup.clear()
+                    await self._wakeup.wait()
+                    continue
+                self.priority.pause_for_urgent()
+                await self._run(job, self._urgent_executor, self.priority.urgent)
+        finally:
+            self.priority.resume_paused()
+
+    async def _run(self, job: Job, executor: ThreadPoolExecutor, lane: set[Job]) -> None:
+        """One turn of ``job`` in ``executor``; then it goes to the back of the line."""
+        job.running = True
+        lane.add(job)
+        if job.started_at is None:
+            job.started_at = time.perf_counter()
+        first, started = job.first_window, time.perf_counter()
+        try:
+            piece = await self._turn(job, executor)
+            if first:
+                self.priority.first_window_took(time.perf_counter() - started)
+        except SpeakstreamError as exc:
+            if exc.__cause__ is not None:  # what the client is not told (paths, library text)
+                # a cancel stops inference through ONNX Runtime's terminate flag, which surfaces as
+                # its own error: the expected end of a cancelled request, not a fault
+                level = logging.DEBUG if isinstance(exc, SynthesisCancelled) else logging.WARNING
+                log.log(level, "%s: %s: %r", job.request_id, exc.message, exc.__cause__)
+            self._finish(job, None, exc)
+        except Exception as exc:  # an engine bug must fail one request, not the worker
+            log.exception("%s: synthesis failed", job.request_id)
+            self._finish(job, None, EngineError(f"synthesis failed ({type(exc).__name__}; see the server log)"))
+        else:
+            job.preempted = False
+            self._finish(job, piece, None)
+        finally:
+            lane.discard(job)
+            job.running = False
+            self.turns.had_turn(job)
+            self._wakeup.set()  # a session skipped while this job ran may be ready now
+
+    async def _turn(self, job: Job, executor: ThreadPoolExecutor) -> AudioPiece | None:
+        """One unit of work: the chunk's text read first when it is not yet (a step of its own, so
+        the window after it is planned with the load as it is then), then one piece."""
+        loop = asyncio.get_running_loop()
+        clock = WorkClock(job.token)
+        try:
+            if job.synthesis is None:
+                job.synthesis = self.engine.stream(
+                    job.text, voice=job.voice, speed=job.speed, cancel=job.token, opening=job.index == 0
+                )
+            synthesis = job.synthesis
+            if not synthesis.prepared:
+                await loop.run_in_executor(executor, synthesis.prepare, self.load(job, planning=False))
+            return await loop.run_in_executor(executor, synthesis.step, self.load(job))
+        except BaseException:
+            job.failed_s = clock.seconds()  # the engine's time all the same (``on_done``)
+            raise
+
+    def _finish(self, job: Job, piece: AudioPiece | None, error: BaseException | None) -> None:
+        if self._on_done:
+            self._on_done(job, piece)
+        if job.ended:
+            return
+        if job.token.cancelled:
+            error = SynthesisCancelled("synthesis cancelled")
+        if error is None and piece is not None and job.clock is not None:
+            job.clock.add(piece.duration_s)
+        if error is not None or piece is None or piece.last:
+            self.turns.drop(job)
+            job.close(error if error is not None else piece)
+            return
+        job.made += 1
+        job.deliver(piece)

@@ -1,0 +1,114 @@
+"""One chunk of one reply as the scheduler holds it, and the reply's playback clock."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from speakstream.engine.base import Stream
+from speakstream.engine.cancel import CancelToken
+from speakstream.types import AudioPiece
+
+MAX_PIECES_AHEAD = 64
+"""Pieces of one chunk made but not yet taken by its reply (a chunk has far fewer windows)."""
+Clock = Callable[[], float]
+"""Seconds on a monotonic clock (``time.perf_counter``, or a test's fake)."""
+
+
+@dataclass(slots=True)
+class PlaybackClock:
+    """How far a reply's audio is ahead of its listener, who is assumed to play it in real time
+    from the moment its first piece was made: what the engine may spend on the next window."""
+
+    started_at: float | None = None
+    audio_s: float = 0.0
+    now: Clock = field(default=time.perf_counter, repr=False)
+
+    @property
+    def playing(self) -> bool:
+        return self.started_at is not None
+
+    def add(self, seconds: float) -> None:
+        if self.started_at is None:
+            self.started_at = self.now()
+        self.audio_s += seconds
+
+    def ahead_s(self) -> float:
+        if self.started_at is None:
+            return 0.0
+        return max(0.0, self.audio_s - (self.now() - self.started_at))
+
+
+@dataclass(eq=False)
+class Job:
+    """One chunk of one reply, synthesised window by window."""
+
+    session_id: str
+    request_id: str
+    index: int
+    """Position of the chunk in its reply; 0 is the first."""
+    text: str
+    voice: str
+    speed: float
+    client: str = ""
+    """Who asked (an address): turns are shared out per client first."""
+    enqueued_at: float = field(default_factory=time.perf_counter)
+    started_at: float | None = None
+    token: CancelToken = field(default_factory=CancelToken)
+    """Stops the synthesis of this chunk if it is already running."""
+    pieces: asyncio.Queue[AudioPiece | BaseException | None] = field(
+        default_factory=lambda: asyncio.Queue(maxsize=MAX_PIECES_AHEAD)
+    )
+    synthesis: Stream | None = None
+    """The engine's stream of this chunk, made at its first turn."""
+    made: int = 0
+    """Pieces made so far."""
+    running: bool = False
+    ended: bool = False
+    taken: Callable[[], None] | None = None
+    """Called when the reply takes a piece (room again in ``pieces``)."""
+    clock: PlaybackClock | None = None
+    """The reply's playback clock, shared by its chunks (None: no listener known)."""
+    failed_s: float = 0.0
+    """Engine seconds of the step that failed or was cancelled (a piece carries its own timings)."""
+    preempted: bool = False
+    """Paused for another reply's first window during the window it is making now (a window is
+    paused at most once, so it always ends)."""
+    crowded: bool = False
+    """More replies waited for their first window than the lanes when this one was queued or when
+    its opening was planned: that window is made the shortest that sounds right."""
+
+    @property
+    def queue_wait_s(self) -> float:
+        return (self.started_at or time.perf_counter()) - self.enqueued_at
+
+    @property
+    def first_window(self) -> bool:
+        """The first window of a reply: what a listener is waiting for."""
+        return self.index == 0 and self.made == 0
+
+    async def stream(self) -> AsyncIterator[AudioPiece]:
+        """The chunk's pieces as the engine makes them; raises what synthesis raised."""
+        while True:
+            item = await self.pieces.get()
+            if self.taken is not None:
+                self.taken()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def close(self, last: AudioPiece | BaseException | None) -> None:
+        self.ended = True
+        self.synthesis = None
+        if last is not None:
+            self.deliver(last)
+        self.deliver(None)
+
+    def deliver(self, item: AudioPiece | BaseException | None) -> None:
+        with contextlib.suppress(asyncio.QueueFull):  # only a reply that stopped reading fills it
+            self.pieces.put_nowait(item)

@@ -1,0 +1,117 @@
+"""First-window priority and preemption: a reply's first window is what its listener waits for.
+
+The first window of any reply jumps the queue, and runs beside other first windows only: one alone
+has every core, so it waits for a later window to end, or, with ``preempt``, pauses it (ONNX
+Runtime's terminate flag stops its inference, which runs again, whole, once no first window
+waits) on a lane of its own, when the wait saved is longer than the stall the pause adds to that
+window's listener (``worth_pausing``), at most once per window so every window ends. No later
+window starts while a first one runs or waits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from speakstream.engine.windows.speed import smoothed
+from speakstream.scheduler.job import Job
+
+FIRST_WINDOW_GUESS_S = 0.4
+"""Seconds a first window takes before one is measured (2 CPU cores)."""
+NextOf = Callable[[list[Job]], Job | None]
+"""``Turns.next_of``: the first of the ready jobs whose client's turn is next."""
+
+
+def worth_pausing(remaining_s: float, expected_s: float, buffered_s: float, first_window_s: float) -> bool:
+    """Pausing a window saves the first window waiting the rest of it (``remaining_s``), and costs
+    its own listener (``buffered_s`` ahead) a first window plus the part already decoded, run
+    again: a stall when that is more than the listener has. Pause when the wait saved is longer
+    than the stall added."""
+    added_stall = max(0.0, first_window_s + expected_s - buffered_s) - max(0.0, remaining_s - buffered_s)
+    return remaining_s > added_stall
+
+
+def crowded(jobs: list[Job], lanes: int) -> bool:
+    """More replies wait for (or are making) their first window than the lanes: each opening then
+    delays the listeners behind it."""
+    return sum(1 for job in jobs if job.first_window and not job.ended) > lanes
+
+
+def first_windows(ready: list[Job]) -> list[Job]:
+    """The first windows among ``ready``, oldest first."""
+    return sorted((job for job in ready if job.first_window), key=lambda job: job.enqueued_at)
+
+
+class Priority:
+    """Which windows run now: those on the workers (``busy``), the first windows on the urgent lane,
+    and the windows paused for them; and how long a first window takes."""
+
+    def __init__(self, *, first_chunk_priority: bool = True, preempt: bool = True) -> None:
+        self.first_chunk_priority = first_chunk_priority
+        self.preempt = preempt
+        self.busy: set[Job] = set()
+        """Jobs the workers are running (paused ones included)."""
+        self.urgent: set[Job] = set()
+        self.paused: set[Job] = set()
+        self.first_window_s = FIRST_WINDOW_GUESS_S
+        """What a first window takes (a moving average): how long a paused window waits."""
+
+    @property
+    def in_flight(self) -> int:
+        """Windows running or about to (paused ones not: they wait for the first window running in
+        their place)."""
+        return len(self.busy) + len(self.urgent) - len(self.paused)
+
+    def first_window_took(self, seconds: float) -> None:
+        self.first_window_s = smoothed(self.first_window_s, seconds)
+
+    def pick(self, ready: list[Job], next_of: NextOf) -> Job | None:
+        """The next step for a worker: a waiting first window, else the next in turn. A first window
+        waits rather than share the cores with a later one; nothing while the urgent lane runs."""
+        if self.urgent:
+            return None
+        if not self.first_chunk_priority:
+            return next_of(ready)
+        if firsts := first_windows(ready):
+            return None if any(not job.first_window for job in self.busy) else next_of(firsts)
+        if any(job.first_window for job in self.busy):  # a first window has the cores (or shares
+            return None  # them with first windows only)
+        return next_of(ready)
+
+    def pick_urgent(self, ready: list[Job], next_of: NextOf) -> Job | None:
+        """A first window that would wait for a later window a worker runs that may be paused for
+        it (or already is): with two workers the other may be free, but a first window beside
+        another window runs on a share of the cores, so the later one is paused all the same."""
+        if not (self.preempt and self.first_chunk_priority) or not self.busy or self.urgent:
+            return None
+        if not self.paused and not self.pausable():
+            return None
+        return next_of(first_windows(ready))
+
+    def pausable(self) -> list[Job]:
+        return [
+            job
+            for job in self.busy
+            if not job.first_window and not job.preempted and job not in self.paused and self.worth(job)
+        ]
+
+    def pause_for_urgent(self) -> None:
+        for job in self.pausable():
+            job.preempted = True
+            job.token.pause()
+            self.paused.add(job)
+
+    def resume_paused(self) -> None:
+        for job in self.paused:
+            job.token.resume()
+        self.paused.clear()
+
+    def worth(self, job: Job) -> bool:
+        """Whether pausing the window ``job`` runs now is worth it (``worth_pausing``)."""
+        run = job.token.running()
+        if run is None or run[1] is None:
+            return True  # between inferences: nothing decoded is lost
+        elapsed, expected = run[0], run[1]
+        clock = job.clock
+        buffered = math.inf if clock is None or not clock.playing else clock.ahead_s()
+        return worth_pausing(max(0.0, expected - elapsed), expected, buffered, self.first_window_s)

@@ -1,0 +1,111 @@
+"""First-window priority and preemption on their own: decisions over plain jobs and numbers, the
+playback clock on a fake clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from speakstream.scheduler.job import Job, PlaybackClock
+from speakstream.scheduler.priority import Priority, crowded, worth_pausing
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _job(session: str, index: int = 0, made: int = 0) -> Job:
+    job = Job(session, f"{session}-r", index, f"{session}{index}", "af_heart", 1.0)
+    job.made = made
+    return job
+
+
+def _first(ready: list[Job]) -> Job | None:
+    return ready[0] if ready else None
+
+
+def test_a_playback_clock_drains_in_real_time_from_the_first_piece() -> None:
+    clock = FakeClock()
+    playback = PlaybackClock(now=clock)
+    assert playback.ahead_s() == 0.0 and not playback.playing
+    playback.add(2.0)
+    assert playback.playing and playback.ahead_s() == 2.0
+    clock.now += 0.5
+    assert playback.ahead_s() == 1.5
+    playback.add(1.0)
+    clock.now += 10.0
+    assert playback.ahead_s() == 0.0  # ran dry: never negative
+
+
+@pytest.mark.parametrize(
+    ("buffered_s", "window_s", "paused"),
+    [
+        (100.0, 0.2, True),  # a listener far ahead loses nothing it would hear
+        (0.0, 10.0, True),  # a dry listener's long window: the wait saved is longer than the stall added
+        (0.0, 0.2, False),  # a dry listener's short window: the first window waits for it instead
+        (float("inf"), 0.2, True),  # a reply whose listener is not known yet
+    ],
+)
+def test_a_window_is_paused_when_the_wait_saved_is_longer_than_the_stall_added(
+    buffered_s: float, window_s: float, paused: bool
+) -> None:
+    assert worth_pausing(window_s, window_s, buffered_s, first_window_s=0.4) is paused
+
+
+def test_the_job_s_window_is_weighed_with_its_listener_s_buffer() -> None:
+    clock = FakeClock()
+    priority, job = Priority(), _job("a", 1)
+    job.clock = PlaybackClock(now=clock)
+    job.clock.add(5.0)
+    clock.now += 5.0  # the listener has heard it all: dry
+    with job.token.interruptible(lambda: None, expected_s=0.2):
+        assert not priority.worth(job)
+    clock.now -= 4.0  # 4 s ahead
+    with job.token.interruptible(lambda: None, expected_s=0.2):
+        assert priority.worth(job)
+    assert priority.worth(job)  # between inferences nothing decoded is lost
+
+
+def test_a_first_window_goes_first_and_waits_rather_than_share_the_cores_with_a_later_one() -> None:
+    priority = Priority()
+    later, first, other_first = _job("a", 1), _job("b"), _job("c")
+    assert priority.pick([later, first], _first) is first
+    priority.busy.add(_job("x", 1))  # a later window runs
+    assert priority.pick([later, first], _first) is None  # the first waits; nothing later starts
+    priority.busy.clear()
+    priority.busy.add(other_first)
+    assert priority.pick([later], _first) is None  # a first window has the cores
+    assert priority.pick([first], _first) is first  # ... shared with first windows only
+    assert Priority(first_chunk_priority=False).pick([later, first], _first) is later
+
+
+def test_a_busy_later_window_is_paused_for_a_first_one_once_and_resumed_after() -> None:
+    priority = Priority()
+    running, first = _job("a", 1), _job("b")
+    priority.busy.add(running)
+    assert priority.pick_urgent([first], _first) is first
+    priority.pause_for_urgent()
+    assert running.preempted and running.token.paused and priority.paused == {running}
+    assert priority.in_flight == 0  # a paused window waits
+    priority.resume_paused()
+    assert not running.token.paused and not priority.paused
+    assert priority.pick_urgent([first], _first) is None  # paused once in this window: it ends
+    assert Priority(preempt=False).pick_urgent([first], _first) is None
+
+
+def test_crowded_when_more_replies_wait_for_first_audio_than_the_lanes() -> None:
+    waiting = [_job(s) for s in "abc"]
+    assert crowded(waiting, lanes=2) and not crowded(waiting, lanes=3)
+    assert not crowded([*waiting[:2], _job("d", 0, made=1), _job("e", 1)], lanes=2)  # later windows do not count
+    waiting[0].ended = True
+    assert not crowded(waiting, lanes=2)
+
+
+def test_a_first_window_s_time_is_a_moving_average() -> None:
+    priority = Priority()
+    before = priority.first_window_s
+    priority.first_window_took(0.1)
+    assert 0.1 < priority.first_window_s < before
