@@ -58,6 +58,8 @@ def fake_server() -> Iterator[ThreadedServer]:
 
 @pytest.fixture(scope="session")
 def kokoro_server(kokoro: KokoroEngine) -> Iterator[ThreadedServer]:
-    server = start_server(kokoro)
+    """The real engine served without the audio cache: the tests that share it speak the same
+    sentences, and each must see the engine at work (``tests/server/test_cache.py`` has its own)."""
+    server = start_server(kokoro, cache_mb=0)
     yield server
     server.stop()

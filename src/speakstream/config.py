@@ -71,6 +71,9 @@ class ServerConfig:
     preempt: bool = True
     """A reply's first window that finds the engine busy with another reply's later window pauses
     that window (it runs again after) instead of waiting up to a window's compute for it."""
+    cache_mb: int = 64
+    """Audio of whole chunks kept to answer a repeat with no engine time (MB of samples, about
+    5.5 minutes of speech at 64; 0: off). Keyed by everything that changes the sound."""
     audio_frame_bytes: int = 16_384
     voice: str = "af_heart"
     voice_map: tuple[str, ...] = ()

@@ -94,7 +94,9 @@ class _server:
         from speakstream.server.serve import ThreadedServer
 
         with self.console.status("loading Kokoro-82M and starting a server on 127.0.0.1"):
-            self.threaded = ThreadedServer(create_app(ServerConfig.from_env())).start()
+            # every experiment speaks its texts again and again: the audio cache stays off, so each
+            # trial measures the engine (the cache has its own measurement)
+            self.threaded = ThreadedServer(create_app(ServerConfig.from_env(cache_mb=0))).start()
         return self.threaded.ws_url, self.threaded.url, self.threaded.runtime
 
     def __exit__(self, *_: object) -> None:

@@ -67,7 +67,8 @@ def speech_server(args: argparse.Namespace, console: Console) -> Iterator[str]:
     from speakstream.server.serve import ThreadedServer
 
     with console.status("loading Kokoro-82M and starting the speech server on 127.0.0.1"):
-        server = ThreadedServer(create_app(ServerConfig.from_env())).start()
+        # the demo compares bidi and batch on the same replies: a cached chunk would favour the second
+        server = ThreadedServer(create_app(ServerConfig.from_env(cache_mb=0))).start()
     try:
         yield server.ws_url
     finally:

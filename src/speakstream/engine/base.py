@@ -11,12 +11,12 @@ import asyncio
 import math
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import replace
 from typing import Protocol
 
 from speakstream.engine.cancel import CancelToken
-from speakstream.engine.voices import VoiceBank, VoiceInfo
+from speakstream.engine.voices import VoiceBank, VoiceInfo, voices_of
 from speakstream.errors import InvalidInput
 from speakstream.types import AudioChunk, AudioPiece, Load, SynthesisTimings
 
@@ -63,6 +63,11 @@ class Engine(Protocol):
 
     def warm(self, voice: str) -> None:
         """Before serving: make the first replies as fast as the later ones (blocks)."""
+        ...
+
+    def sound_key(self, text: str, *, voice: str, speed: float) -> Hashable:
+        """Everything that changes how ``text`` sounds spoken so (the audio cache's key); raises
+        the ``InvalidInput`` that ``stream`` would for a voice or speed it cannot use."""
         ...
 
     def stream(
@@ -129,13 +134,24 @@ class VoiceBankEngine(ABC):
         cancel: CancelToken | None = None,
         opening: bool = True,
     ) -> Stream:
-        """For an engine that makes a chunk at once: its audio, cut into growing pieces."""
+        """The chunk's audio piece by piece (``opening``: it opens a reply, so its first piece comes
+        as soon as it can)."""
+        return self.stream_of(text, voice, speed, cancel, opening)
+
+    def stream_of(self, text: str, voice: str, speed: float, cancel: CancelToken | None, opening: bool) -> Stream:
+        """``stream``, for an engine that makes a chunk at once: its audio cut into growing pieces."""
         return WholeChunk(lambda: cut_into_pieces(self.synthesize(text, voice=voice, speed=speed, cancel=cancel)))
 
     def warm(self, voice: str = "af_heart") -> None:
         """``synthesize`` twice in ``voice``: the first run allocates, the second is measured."""
         for _ in range(2):
             self.synthesize(WARM_TEXT, voice=voice)
+
+    def sound_key(self, text: str, *, voice: str, speed: float) -> Hashable:
+        """The text as given, the voice blend as weighed, its language, the speed and this engine."""
+        info = self.check_voice(voice)
+        blend = tuple((name, round(weight, 4)) for name, weight in self.voice_bank.parse(voices_of(voice)))
+        return (id(self), text.strip(), blend, info.speaks.tag, round(check_speed(speed), 4))
 
     def checked(self, text: object, voice: str, speed: object) -> tuple[str, float, VoiceInfo]:
         """The text, speed and voice of a request, or the ``InvalidInput`` that explains why not."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from functools import partial
 from typing import Any
 
@@ -121,7 +121,9 @@ class KokoroEngine(VoiceBankEngine):
     ) -> AudioChunk:
         """The whole chunk: the join of ``stream``, decoded in one window (no context recomputed)."""
         text, speed, _ = self.checked(text, voice, speed)
-        stream = self._stream(text, voice, speed, cancel, opening=False, policy=WindowPolicy.whole())
+        if self.runner is None:
+            return join_pieces(text, [self._whole_piece(text, voice, speed, cancel)])
+        stream = self._windows(text, voice, speed, cancel, False, WindowPolicy.whole())
         return join_pieces(text, list(pieces(stream)))
 
     def warm(self, voice: str = "af_heart") -> None:
@@ -133,52 +135,43 @@ class KokoroEngine(VoiceBankEngine):
             tokens = self.parts(WARM_TEXT, self.check_voice(voice).speaks)[0].tokens
             self.runner.model.warm(tokens, self.voice_bank.style(voice, len(tokens)), self.config.warm_runs)
 
-    def stream(
-        self,
-        text: str,
-        *,
-        voice: str = "af_heart",
-        speed: float = 1.0,
-        cancel: CancelToken | None = None,
-        opening: bool = True,
-    ) -> Stream:
-        """The chunk's audio piece by piece; ``opening``: it opens a reply, so its first piece comes
-        from one small window of the decoder."""
-        return self._stream(text, voice, speed, cancel, opening=opening, policy=self._policy)
+    def sound_key(self, text: str, *, voice: str, speed: float) -> Hashable:
+        """The text after normalisation in the voice's language, the blend, the speed, and what the
+        engine makes it with: its graph and decoders, window and edge policies."""
+        speaks = self.check_voice(voice).speaks
+        base = super().sound_key(normalize(text, speaks), voice=voice, speed=speed)
+        model = (self.config.graph, self.decoder, self.config.crowded_decoder, self._policy, self._edges)
+        return (base, model)
+
+    def stream_of(self, text: str, voice: str, speed: float, cancel: CancelToken | None, opening: bool) -> Stream:
+        """A windowed stream on the ``fast`` graph, else the chunk made whole by one inference per part."""
+        if self.runner is None:
+            return WholeChunk(lambda: iter([self._whole_piece(text, voice, speed, cancel)]))
+        return self._windows(text, voice, speed, cancel, opening, self._policy)
 
     def windowed(
-        self,
-        text: str,
-        *,
-        voice: str = "af_heart",
-        speed: float = 1.0,
-        cancel: CancelToken | None = None,
-        opening: bool = True,
-        policy: WindowPolicy | None = None,
+        self, text: str, voice: str = "af_heart", *, opening: bool = True, policy: WindowPolicy | None = None
     ) -> ChunkStream:
         """``stream`` on the ``fast`` graph, as the windowed stream it is (its plans can be read,
         its speed pinned); ``policy``: this stream's instead of the engine's."""
+        return self._windows(text, voice, 1.0, None, opening, policy or self._policy)
+
+    def _windows(
+        self, text: str, voice: str, speed: float, cancel: CancelToken | None, opening: bool, policy: WindowPolicy
+    ) -> ChunkStream:
         if self.runner is None:
             raise InvalidInput(f"the {self.config.graph} graph is decoded whole, not in windows", code="invalid_config")
-        checked = partial(self._read, text, voice, speed)
         return ChunkStream(
             text=text,
             pace=speed,
             opening=opening,
             cancel=cancel,
-            read=checked,
+            read=partial(self._read, text, voice, speed),
             style=partial(self.voice_bank.style, voice),
             runner=self.runner,
-            policy=policy or self._policy,
+            policy=policy,
             edges=self._edges,
         )
-
-    def _stream(
-        self, text: str, voice: str, speed: float, cancel: CancelToken | None, *, opening: bool, policy: WindowPolicy
-    ) -> Stream:
-        if self.runner is not None:
-            return self.windowed(text, voice=voice, speed=speed, cancel=cancel, opening=opening, policy=policy)
-        return WholeChunk(lambda: iter([self._whole_piece(text, voice, speed, cancel)]))
 
     def _read(self, text: str, voice: str, speed: float) -> list[Phonemized]:
         """The phoneme windows of a chunk, or the ``InvalidInput`` that says why it cannot be spoken."""

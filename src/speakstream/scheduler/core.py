@@ -20,6 +20,7 @@ from speakstream.engine.cancel import SynthesisCancelled, WorkClock
 from speakstream.errors import EngineError, SpeakstreamError
 from speakstream.scheduler import priority
 from speakstream.scheduler.admission import Admission
+from speakstream.scheduler.cache import AudioCache
 from speakstream.scheduler.job import Clock, Job, PlaybackClock
 from speakstream.scheduler.priority import Priority
 from speakstream.scheduler.turns import Turns
@@ -42,8 +43,11 @@ class Scheduler:
         max_per_client: int = 0,
         on_done: Callable[[Job, AudioPiece | None], None] | None = None,
         clock: Clock = time.perf_counter,
+        cache: AudioCache | None = None,
     ) -> None:
+        """``cache``: where whole chunks' audio is kept and repeats answered (None: no cache)."""
         self.engine = engine
+        self.cache = cache
         self.workers = workers
         self.admission = Admission(max_queue, max_per_client)
         self.turns = Turns()
@@ -128,10 +132,29 @@ class Scheduler:
         """Queue one chunk of an admitted reply (see ``reserve``); ``job.stream()`` gives its audio.
         ``clock``: the reply's, so each window is sized to what its listener has buffered."""
         job = Job(session_id, request_id, index, text, voice, speed, client, taken=self._wakeup.set, clock=clock)
+        self._look_up(job)
         self.turns.add(job)
         job.crowded = job.first_window and self.crowded()
+        self._answer_cached(session_id)
         self._wakeup.set()
         return job
+
+    def _look_up(self, job: Job) -> None:
+        """With a cache, the chunk's sound, and its audio when it was made before."""
+        if self.cache is None:
+            return
+        try:
+            job.sound = self.engine.sound_key(job.text, voice=job.voice, speed=job.speed)
+        except SpeakstreamError:
+            return  # synthesis will say why, in its turn
+        job.cached = self.cache.get(job.sound)
+
+    def _answer_cached(self, session_id: str) -> None:
+        """The session's chunks answered from the cache, in order, while one is next in its line:
+        then its listener's clock counts its audio as it would a made one's."""
+        while (job := self.turns.head(session_id)) is not None and job.cached is not None and not job.ended:
+            job.started_at = time.perf_counter()
+            self._finish(job, job.cached, None)
 
     def cancel(self, session_id: str, request_id: str | None = None) -> int:
         """Stop a session's (or one request's) chunks: the running window stops, the rest is dropped."""
@@ -140,6 +163,7 @@ class Scheduler:
             job.token.cancel()
             if not job.running:
                 job.close(SynthesisCancelled("synthesis cancelled"))
+        self._answer_cached(session_id)  # another request's chunk may be next now
         return len(dropped)
 
     async def _work(self) -> None:
@@ -195,6 +219,7 @@ class Scheduler:
             lane.discard(job)
             job.running = False
             self.turns.had_turn(job)
+            self._answer_cached(job.session_id)
             self._wakeup.set()  # a session skipped while this job ran may be ready now
 
     async def _turn(self, job: Job, executor: ThreadPoolExecutor) -> AudioPiece | None:
@@ -224,9 +249,20 @@ class Scheduler:
             error = SynthesisCancelled("synthesis cancelled")
         if error is None and piece is not None and job.clock is not None:
             job.clock.add(piece.duration_s)
+        if error is None and piece is not None and job.cached is None:
+            self._remember(job, piece)
         if error is not None or piece is None or piece.last:
             self.turns.drop(job)
             job.close(error if error is not None else piece)
             return
         job.made += 1
         job.deliver(piece)
+
+    def _remember(self, job: Job, piece: AudioPiece) -> None:
+        """Keep ``piece`` for the cache; file the chunk there once it is whole."""
+        if self.cache is None or job.sound is None:
+            return
+        job.made_pieces.append(piece)
+        if piece.last:
+            self.cache.put(job.sound, job.made_pieces)
+            job.made_pieces = []

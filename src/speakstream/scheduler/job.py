@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Hashable
 from dataclasses import dataclass, field
 
 from speakstream.engine.base import Stream
@@ -80,6 +80,12 @@ class Job:
     crowded: bool = False
     """More replies waited for their first window than the lanes when this one was queued or when
     its opening was planned: that window is made the shortest that sounds right."""
+    sound: Hashable | None = None
+    """What the chunk sounds like (``Engine.sound_key``), when the scheduler caches audio."""
+    cached: AudioPiece | None = None
+    """The chunk's audio from the cache: answered with no engine time when it reaches its turn."""
+    made_pieces: list[AudioPiece] = field(default_factory=list)
+    """The pieces made so far, kept for the cache (only with a ``sound``)."""
 
     @property
     def queue_wait_s(self) -> float:

@@ -49,10 +49,18 @@ class Turns:
             self._clients.append(job.client)
 
     def ready(self) -> list[Job]:
-        """Each session's next chunk, when nothing runs it and its reply has room for a piece."""
+        """Each session's next chunk for the engine: nothing runs it, its reply has room for a
+        piece, and it is not answered from the cache."""
         return [
-            q[0] for s in self._sessions if (q := self._queues.get(s)) and not q[0].running and not q[0].pieces.full()
+            q[0]
+            for s in self._sessions
+            if (q := self._queues.get(s)) and not q[0].running and not q[0].pieces.full() and q[0].cached is None
         ]
+
+    def head(self, session_id: str) -> Job | None:
+        """The session's next chunk (None: it has none queued)."""
+        queue = self._queues.get(session_id)
+        return queue[0] if queue else None
 
     def next_of(self, ready: list[Job]) -> Job | None:
         """The first of ``ready`` whose client's turn is next."""

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from speakstream.scheduler.cache import CacheStats
 
 _LATENCY = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
 
@@ -39,5 +44,22 @@ class Metrics:
             registry=r,
         )
 
+    def watch_cache(self, stats: Callable[[], CacheStats]) -> None:
+        """Export the audio cache's hits, misses and size, read at each scrape."""
+        self.registry.register(_CacheCollector(stats))
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _CacheCollector:
+    def __init__(self, stats: Callable[[], CacheStats]) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        s = self._stats()
+        yield CounterMetricFamily("speakstream_cache_hits", "Chunks answered from the audio cache", value=s.hits)
+        yield CounterMetricFamily("speakstream_cache_misses", "Chunks looked up and not found", value=s.misses)
+        yield GaugeMetricFamily("speakstream_cache_bytes", "Audio kept in the cache, bytes", value=s.bytes)
+        yield GaugeMetricFamily("speakstream_cache_entries", "Chunks kept in the cache", value=s.entries)
+        yield GaugeMetricFamily("speakstream_cache_max_bytes", "The cache's bound, bytes", value=s.max_bytes)

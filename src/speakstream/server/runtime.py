@@ -21,6 +21,7 @@ from speakstream.engine.voices import VOICE_ALIASES, with_language
 from speakstream.errors import Overloaded, SpeakstreamError
 from speakstream.protocol import Options
 from speakstream.scheduler import Job, Scheduler
+from speakstream.scheduler.cache import AudioCache
 from speakstream.server.metrics import Metrics
 from speakstream.server.reply import Reply, ReplySettings
 from speakstream.types import AudioPiece
@@ -78,8 +79,11 @@ class Runtime:
             first_chunk_priority=self.config.first_chunk_priority,
             preempt=self.config.preempt,
             on_done=self._on_piece,
+            cache=AudioCache(self.config.cache_mb << 20) if self.config.cache_mb > 0 else None,
         )
         await scheduler.start()
+        if scheduler.cache is not None:
+            self.metrics.watch_cache(scheduler.cache.stats)
         self.engine, self.scheduler = engine, scheduler
         self.ready_at = time.perf_counter()
         log.info("engine ready on %s in %.1f s", engine.device, self.ready_at - started)
@@ -181,7 +185,8 @@ class Runtime:
         seconds = job.failed_s if piece is None else piece.timings.phonemize_s + piece.timings.inference_s
         self.metrics.engine_seconds.labels("first" if job.first_window else "later").inc(seconds)
         if piece is not None and piece.duration_s > 0:
-            self.metrics.rtf.observe(piece.timings.inference_s / piece.duration_s)
+            if job.cached is None:  # a cached chunk took no engine time
+                self.metrics.rtf.observe(piece.timings.inference_s / piece.duration_s)
             self.metrics.audio_seconds.inc(piece.duration_s)
         if self.scheduler is not None:
             self.metrics.queued_chunks.set(self.scheduler.queued)

@@ -8,6 +8,7 @@ from types import ModuleType
 from speakstream.bench.experiments import (
     accuracy,
     agent,
+    cache,
     concurrency,
     dialects,
     engine,
@@ -34,6 +35,7 @@ EXPERIMENTS: dict[str, ModuleType] = {
         agent,
         stalls,
         formats,
+        cache,
         concurrency,
         peers,
         dialects,
