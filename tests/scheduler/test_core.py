@@ -46,6 +46,8 @@ class StepEngine(FakeEngine):
         """What the load said of the replies with work at each window."""
         self.crowding: dict[str, bool] = {}
         """Each chunk's ``crowded`` as its first window was planned, by its text."""
+        self.reading: dict[str, int] = {}
+        """The windows in flight the load said as each chunk's text was read, by its text."""
 
     def stream(
         self,
@@ -68,6 +70,7 @@ class StepStream:
         self.prepared, self.made = False, 0
 
     def prepare(self, load: Load) -> None:
+        self.engine.reading[self.text] = load.in_flight
         if self.engine.fail_when and self.engine.fail_when(self.text):
             raise EngineError("injected failure")
         if self.text == "hold":
@@ -550,3 +553,16 @@ async def test_with_the_real_engine_a_first_window_comes_while_a_long_window_is_
         await asyncio.wait_for(taken(short), 30)
     finally:
         await scheduler.stop()
+
+
+async def test_windows_handed_out_together_each_count_the_other() -> None:
+    """Two workers woken together (a first window ends, two later chunks were waiting for it): each
+    one's load counts both, so both take a narrow copy at once (counted alone, the first would
+    take every core and three threads would share two)."""
+    async with holding(workers=2) as (scheduler, engine, hold):
+        later = [_submit(scheduler, s, 1) for s in "cd"]  # they wait: a first window runs
+        await asyncio.sleep(0.05)
+        assert not engine.reading.keys() - {"hold"}
+        engine.gate.set()
+        await asyncio.wait_for(asyncio.gather(*(taken(j) for j in [hold, *later])), 10)
+    assert engine.reading["c1"] == engine.reading["d1"] == 2

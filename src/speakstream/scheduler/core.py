@@ -228,6 +228,9 @@ class Scheduler:
         loop = asyncio.get_running_loop()
         clock = WorkClock(job.token)
         try:
+            # the other workers woken with this one pick their windows first, so the load below
+            # counts every window handed out together (each then takes a narrow copy at once)
+            await asyncio.sleep(0)
             if job.synthesis is None:
                 job.synthesis = self.engine.stream(
                     job.text, voice=job.voice, speed=job.speed, cancel=job.token, opening=job.index == 0
