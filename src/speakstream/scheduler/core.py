@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from speakstream.engine.base import Engine
@@ -79,6 +79,21 @@ class Scheduler:
 
     def release(self, slots: int, client: str = "") -> None:
         self.admission.release(slots, client)
+
+    @contextlib.contextmanager
+    def using(self, *, first_chunk_priority: bool | None = None, preempt: bool | None = None) -> Iterator[None]:
+        """Turns given inside this block follow these priority settings (experiments switch them
+        this way; None: as configured)."""
+        p = self.priority
+        saved = p.first_chunk_priority, p.preempt
+        if first_chunk_priority is not None:
+            p.first_chunk_priority = first_chunk_priority
+        if preempt is not None:
+            p.preempt = preempt
+        try:
+            yield
+        finally:
+            p.first_chunk_priority, p.preempt = saved
 
     def crowded(self) -> bool:
         """More replies wait for their first window than the workers run at once."""

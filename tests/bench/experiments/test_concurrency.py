@@ -9,6 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from speakstream.bench.experiments import concurrency
+from speakstream.engine.fake import FakeEngine
+from speakstream.scheduler import Scheduler
 
 
 def _session(ttfa_ms: float, audio_s: float = 10.0) -> dict[str, Any]:
@@ -97,10 +99,10 @@ async def test_a_sweep_runs_its_levels_spread_and_alternates_the_modes_run_by_ru
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     ran: list[tuple[int, bool]] = []
-    scheduler = SimpleNamespace(first_chunk_priority=True)
+    scheduler = Scheduler(FakeEngine())  # the real switch: Scheduler.using
 
     async def one_run(ctx: Any, level: int, text: str, stagger_s: float) -> concurrency.Run:
-        ran.append((level, scheduler.first_chunk_priority))
+        ran.append((level, scheduler.priority.first_chunk_priority))
         return concurrency.Run([_session(100.0 * level)] * level, 1.0)
 
     monkeypatch.setattr(concurrency, "_one_run", one_run)
@@ -113,7 +115,7 @@ async def test_a_sweep_runs_its_levels_spread_and_alternates_the_modes_run_by_ru
     assert eights == [True, False, False, True, True, False]  # alternated run by run
     rounds = [[1, 8], [1], [1, 8], [1], [1], [1, 8], [1], [1]]  # 8 not in the first three rounds only
     assert [level for level, _ in ran] == [level for levels in rounds for level in levels for _ in modes]
-    assert scheduler.first_chunk_priority is True  # the configured value put back
+    assert scheduler.priority.first_chunk_priority is True  # the configured value put back
 
 
 def test_the_report_says_the_runs_were_spread_only_where_they_were() -> None:

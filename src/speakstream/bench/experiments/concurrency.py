@@ -5,6 +5,7 @@ first window pausing the window running)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -165,19 +166,14 @@ async def _sweep(
     values: dict[str, bool | None] = dict(modes) if scheduler is not None else {"as configured": None}
     runs: dict[tuple[str, int], list[Run]] = {}
     planned = {level: runs_of(level, rounds, pooled) for level in levels}
-    try:
-        for round_ in spread(planned):
-            for level in round_:
-                done = len(runs.get((next(iter(values)), level), []))
-                for mode, value in list(values.items())[:: 1 if done % 2 == 0 else -1]:
-                    if scheduler is not None:
-                        setattr(scheduler, setting, value)
+    for round_ in spread(planned):
+        for level in round_:
+            done = len(runs.get((next(iter(values)), level), []))
+            for mode, value in list(values.items())[:: 1 if done % 2 == 0 else -1]:
+                with contextlib.nullcontext() if scheduler is None else scheduler.using(**{setting: value}):
                     runs.setdefault((mode, level), []).append(await _one_run(ctx, level, text, stagger_s))
-                    ttfa = _pooled(level, runs[mode, level][-1:])["ttfa_ms"].get("p95")
-                    ctx.say(f"{label} {level} sessions ({mode}) {done + 1}/{planned[level]}: p95 first audio {ttfa} ms")
-    finally:
-        if scheduler is not None:
-            setattr(scheduler, setting, getattr(ctx.runtime.config, setting))
+                ttfa = _pooled(level, runs[mode, level][-1:])["ttfa_ms"].get("p95")
+                ctx.say(f"{label} {level} sessions ({mode}) {done + 1}/{planned[level]}: p95 first audio {ttfa} ms")
     return {mode: [_pooled(level, runs[mode, level]) for level in levels] for mode in values}
 
 
