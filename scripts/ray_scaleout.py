@@ -24,9 +24,9 @@ from typing import Any
 
 import httpx
 
+from speakstream.bench.process import free_port
 from speakstream.client import Backoff, Reconnect, SpeechSession
 from speakstream.data import replies
-from speakstream.loadtest.harness import free_port
 
 BIN = Path(sys.executable).parent
 REPLICA = "ServeReplica:speakstream"

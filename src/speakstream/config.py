@@ -71,6 +71,15 @@ class ServerConfig:
     preempt: bool = True
     """A reply's first window that finds the engine busy with another reply's later window pauses
     that window (it runs again after) instead of waiting up to a window's compute for it."""
+    max_load: float = 0.8
+    """The share of the engine's measured capacity (audio seconds a second) the admitted replies
+    may ask for, a listener asking for one; past it a new reply is refused or waits (``overload``),
+    so the admitted ones do not stall. 0: no admission by capacity."""
+    overload: str = "refuse"
+    """A reply past ``max_load``: ``refuse`` (at once, retryable: HTTP 503 with ``Retry-After``, a
+    WebSocket error and close 1013; a load balancer sends it to another replica) or ``queue`` (it
+    waits for room, its first audio delayed, up to ``overload_wait_s``, then is refused)."""
+    overload_wait_s: float = 10.0
     cache_mb: int = 64
     """Audio of whole chunks kept to answer a repeat with no engine time (MB of samples, about
     5.5 minutes of speech at 64; 0: off). Keyed by everything that changes the sound."""
@@ -95,9 +104,13 @@ class ServerConfig:
     ``EngineConfig.crowded_decoder``)."""
     intra_op_threads: int = 0
     spin_threads: bool = False
+    share_weights: bool = True
+    """Every engine session reads one set of weights and one activation arena (``EngineConfig``)."""
     policy: ChunkPolicy = field(default_factory=ChunkPolicy)
 
     def __post_init__(self) -> None:
+        if self.overload not in ("refuse", "queue"):
+            raise InvalidInput(f"overload must be refuse or queue, not {self.overload!r}", code="invalid_config")
         if self.api_key is not None and not self.api_key.strip():
             raise InvalidInput("the API key is empty (leave it unset for no key)", code="invalid_config")
         for language in self.languages:
@@ -136,6 +149,7 @@ class ServerConfig:
             intra_op_threads=self.intra_op_threads,
             parallel=self.workers,
             spin_threads=self.spin_threads,
+            share_weights=self.share_weights,
             languages=self.languages,
         )
 

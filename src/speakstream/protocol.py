@@ -262,7 +262,10 @@ class SynthesisComplete:
     duration_s: float
     chunks: int
     timings: dict[str, float]
-    """``ttfa_s``, ``queue_wait_s``, ``phonemize_s``, ``inference_s``, ``encode_s``, ``total_s``."""
+    """``ttfa_s``, ``queue_wait_s``, ``admission_wait_s``, ``phonemize_s``, ``inference_s``,
+    ``encode_s``, ``gaps``, ``gap_s``, ``total_s``."""
+    trace_id: str | None = None
+    """The reply's OpenTelemetry trace id, when the server traces (``docs/operate.md``)."""
     type: str = "synthesis_complete"
 
 
@@ -301,7 +304,11 @@ _SERVER_TYPES: dict[str, type[ServerMessage]] = {
 
 
 def encode_server_message(message: ServerMessage) -> str:
-    return json.dumps(asdict(message), separators=(",", ":"))
+    """The message as JSON (a trace id only when there is one)."""
+    data = asdict(message)
+    if data.get("trace_id", "") is None:
+        del data["trace_id"]
+    return json.dumps(data, separators=(",", ":"))
 
 
 def parse_server_message(data: Mapping[str, Any]) -> ServerMessage | None:

@@ -50,6 +50,20 @@ class SynthesisTimings:
     inference_s: float = 0.0
 
 
+Attribute = str | int | float | bool
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One stage of the engine's work on a piece (phonemes, a front, a window), for traces: when it
+    ran (``time.perf_counter``) and what it decided."""
+
+    name: str
+    started: float
+    ended: float
+    attributes: tuple[tuple[str, Attribute], ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class AudioChunk:
     """Mono float32 PCM in [-1, 1] with the words it speaks."""
@@ -100,6 +114,8 @@ class AudioPiece:
     timings: SynthesisTimings = field(default_factory=SynthesisTimings)
     """The time this piece took (the first one includes phonemes and the model's front)."""
     sample_rate: int = SAMPLE_RATE
+    steps: tuple[Step, ...] = ()
+    """The stages that made it, in order (the first piece's include the chunk's phonemes and fronts)."""
 
     @property
     def duration_s(self) -> float:

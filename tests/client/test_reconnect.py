@@ -10,12 +10,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 import httpx
 import pytest
 
+from speakstream.bench.process import free_port
 from speakstream.client import Backoff, ControlEvent, Reconnect, SpeechSession, fetch_audio, stream_audio
 from speakstream.client.session import RECONNECTED
 from speakstream.config import ServerConfig
 from speakstream.engine.fake import FakeEngine
 from speakstream.errors import SpeakstreamError
-from speakstream.loadtest.harness import free_port
 from speakstream.loadtest.servers import start_server
 from speakstream.server.app import create_app
 from speakstream.server.serve import ThreadedServer

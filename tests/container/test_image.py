@@ -22,10 +22,10 @@ import pytest
 
 from speakstream.audio.decode import decode
 from speakstream.bench.asr import Recognizer, wer
+from speakstream.bench.process import ServerProcess, free_port
 from speakstream.bench.stats import summary
 from speakstream.client import Backoff, ControlEvent, SpeechSession, fetch_audio
 from speakstream.data import bench_text
-from speakstream.loadtest.harness import ServerProcess, free_port
 from speakstream.text import split_sentences
 
 pytestmark = [pytest.mark.image, pytest.mark.slow]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from speakstream.loadtest.harness import ServerProcess
+from speakstream.bench.process import ServerProcess
 
 pytestmark = pytest.mark.slow
 

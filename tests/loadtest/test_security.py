@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from speakstream.loadtest.harness import ServerProcess
+from speakstream.bench.process import ServerProcess
 
 KEY = "not-in-any-log-9f2c"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from speakstream.errors import Overloaded
@@ -34,3 +36,37 @@ def test_one_client_cannot_reserve_past_its_share() -> None:
     admission.release(3, "x")
     admission.reserve(3, "x")
     assert admission.reserved == 9
+
+
+def test_a_listener_that_would_pass_the_capacity_is_refused_and_room_comes_back() -> None:
+    """Each admitted reply asks for an audio second a second; past ``max_load`` of what the engine
+    makes the next is refused, retryable, and admitted again once one ends."""
+    admission = Admission(max_queue=100, capacity=lambda: 3.0, max_load=0.8)
+    admission.reserve(3, "a")
+    admission.reserve(3, "b")  # 2 <= 0.8 x 3
+    with pytest.raises(Overloaded) as refused:
+        admission.reserve(3, "c")  # 3 > 2.4
+    assert refused.value.code == "overloaded" and refused.value.retryable and admission.refused == 1
+    admission.release(3, "a")
+    admission.reserve(3, "c")
+    assert admission.replies == 2 and admission.reserved == 6
+
+
+def test_one_reply_is_always_admitted_however_slow_the_engine() -> None:
+    admission = Admission(max_queue=100, capacity=lambda: 0.5, max_load=0.8)
+    admission.reserve(3)
+    with pytest.raises(Overloaded):
+        admission.reserve(3)
+
+
+async def test_a_reply_may_wait_for_room_instead() -> None:
+    admission = Admission(max_queue=100, capacity=lambda: 1.0, max_load=1.0)
+    admission.reserve(3, "a")
+    waiter = asyncio.create_task(admission.reserve_waiting(3, "b", 5.0))
+    await asyncio.sleep(0.05)
+    assert not waiter.done() and admission.refused == 0  # waiting, not refused
+    admission.release(3, "a")
+    waited = await asyncio.wait_for(waiter, 5)
+    assert waited >= 0.04 and admission.replies == 1
+    with pytest.raises(Overloaded):  # no room within the wait: refused after it
+        await admission.reserve_waiting(3, "c", 0.05)

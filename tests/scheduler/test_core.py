@@ -17,7 +17,7 @@ from speakstream.engine.base import Stream, pieces
 from speakstream.engine.cancel import CancelToken, SynthesisCancelled
 from speakstream.engine.fake import FakeEngine
 from speakstream.engine.kokoro import KokoroEngine
-from speakstream.engine.windows.planner import Situation, frame_budget
+from speakstream.engine.windows.planner import Situation, frame_budget, sustained
 from speakstream.engine.windows.policy import WindowPolicy
 from speakstream.engine.windows.speed import Speed
 from speakstream.errors import EngineError
@@ -324,28 +324,28 @@ async def test_the_engine_sizes_windows_by_the_reply_s_playback_clock() -> None:
     assert engine.ahead[6:] == [None, None, None]
 
 
-def test_a_listener_that_ran_dry_while_others_wait_gets_the_largest_window() -> None:
-    """The load the scheduler hands over says how far the listener is ahead, whether it is
-    hearing the reply, and how many replies wait: the planner's budget follows."""
+def test_the_load_handed_over_sizes_the_window_to_the_listener_and_the_turns() -> None:
+    """The load the scheduler hands over says how far the listener is ahead and how many replies
+    take turns: the planner's budget follows."""
     scheduler = Scheduler(StepEngine())
-    fresh, dry, ahead = PlaybackClock(), PlaybackClock(), PlaybackClock()
-    dry.add(0.0)
+    fresh, ahead = PlaybackClock(), PlaybackClock()
     ahead.add(1000.0)
+    policy = WindowPolicy()
 
     def budget(clock: PlaybackClock, session: str) -> float | None:
         job = Job(session, "r", 1, "text", "af_heart", 1.0, clock=clock)
         load = scheduler.load(job)
         now = Situation(Speed.fixed(0.01), load, load.buffered_at(load.taken_at))
-        frames = frame_budget(WindowPolicy(), now)[0]
+        frames = frame_budget(policy, now)[0]
         return None if frames is None else frames * 0.01  # back to seconds of compute
 
-    assert budget(fresh, "a") == 0.0  # nothing made yet: the first window is small anyway
-    assert budget(dry, "a") == 0.0  # alone: the smallest window ends the gap soonest
+    alone = budget(fresh, "a")
+    assert alone == sustained(policy, 0.0, 0.01) * 0.01  # nothing buffered: a window that keeps up
     assert 0.0 < (budget(ahead, "a") or 0.0) <= 1000.0
-    for session in "ab":  # the scheduler is not started: they wait in the rotation
+    for session in "abc":  # the scheduler is not started: they wait in the rotation
         _submit(scheduler, session, 0)
-    assert budget(dry, "a") == math.inf  # overloaded: throughput serves everyone best
-    assert (budget(ahead, "a") or 0.0) <= 1000.0
+    # 3 replies a lane at 10 ms a frame: slower than real time, so the largest window, however far ahead
+    assert budget(fresh, "a") == budget(ahead, "a") == math.inf
 
 
 def _client_submit(scheduler: Scheduler, client: str, session: str, index: int) -> Job:

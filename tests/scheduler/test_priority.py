@@ -82,6 +82,26 @@ def test_a_first_window_goes_first_and_waits_rather_than_share_the_cores_with_a_
     assert Priority(first_chunk_priority=False).pick([later, first], _first) is later
 
 
+def test_a_listener_about_to_run_dry_goes_before_first_windows_and_the_turns() -> None:
+    """Under two first windows' time left, a playing listener's window goes first, the closest to
+    dry first, even beside a first window; far enough ahead, first windows and turns decide."""
+    clock, priority = FakeClock(), Priority()
+    priority.first_window_s = 0.2
+    ahead, near, nearer, first = _job("a", 1), _job("b", 1), _job("c", 1), _job("d")
+    for job, buffered in ((ahead, 5.0), (near, 0.3), (nearer, 0.1)):
+        job.clock = PlaybackClock(now=clock)
+        job.clock.add(buffered)
+    assert priority.pick([ahead, near, nearer, first], _first) is nearer
+    assert priority.pick([ahead, near, first], _first) is near
+    priority.busy.add(_job("x"))  # a first window runs: a later one starts beside it all the same
+    assert priority.pick([ahead, near], _first) is near
+    priority.busy.clear()
+    assert priority.pick([ahead, first], _first) is first  # 5 s ahead: the first window goes first
+    unheard = _job("e", 1)
+    unheard.clock = PlaybackClock(now=clock)  # nothing made yet: not running dry
+    assert priority.pick([unheard, first], _first) is first
+
+
 def test_a_busy_later_window_is_paused_for_a_first_one_once_and_resumed_after() -> None:
     priority = Priority()
     running, first = _job("a", 1), _job("b")

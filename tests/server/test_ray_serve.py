@@ -20,10 +20,10 @@ import httpx
 import pytest
 import ray
 
+from speakstream.bench.process import free_port
 from speakstream.channel import RECONNECTED
 from speakstream.client import Backoff, ControlEvent, Reconnect, SpeechSession, stream_events
 from speakstream.config import ServerConfig
-from speakstream.loadtest.harness import free_port
 from speakstream.server import ray_serve
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

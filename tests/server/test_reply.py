@@ -71,7 +71,7 @@ async def test_chunks_come_in_order_with_running_offsets(scheduler: Scheduler) -
         assert after.offset_s == pytest.approx(before.offset_s + before.duration_s)
     assert len(outs) > len(spoken) + 1  # the engine streamed inside chunks
     assert reply.stats.audio_bytes == sum(len(o.data) for o in outs) > 0
-    assert scheduler.reserved == 0 and scheduler.queued == 0
+    assert scheduler.admission.reserved == 0 and scheduler.queued == 0
 
 
 async def test_a_reply_never_has_more_chunks_queued_than_it_reserved(scheduler: Scheduler) -> None:
@@ -119,7 +119,7 @@ async def test_a_request_over_the_audio_limit_fails_clearly_and_releases_its_slo
     with pytest.raises(InvalidInput) as too_long:
         await _all(reply)
     assert too_long.value.code == "audio_too_long"
-    assert sum(len(t) for t in reply.texts) < len(TEXT * 3) and scheduler.reserved == 0
+    assert sum(len(t) for t in reply.texts) < len(TEXT * 3) and scheduler.admission.reserved == 0
 
 
 async def test_input_rules(scheduler: Scheduler) -> None:
@@ -143,7 +143,7 @@ async def test_nothing_speakable_is_an_error_and_releases_its_slots(scheduler: S
     with pytest.raises(InvalidInput) as empty:
         await _all(reply)
     assert empty.value.code == "empty_text"
-    assert scheduler.reserved == 0
+    assert scheduler.admission.reserved == 0
 
 
 async def test_a_reply_cut_short_releases_everything(scheduler: Scheduler) -> None:
@@ -153,22 +153,22 @@ async def test_a_reply_cut_short_releases_everything(scheduler: Scheduler) -> No
     outputs = reply.outputs()
     await anext(outputs)
     await outputs.aclose()  # the client went away after the first chunk
-    assert scheduler.reserved == 0 and scheduler.queued == 0
+    assert scheduler.admission.reserved == 0 and scheduler.queued == 0
 
 
 async def test_admission_refuses_a_reply_over_the_limit(scheduler: Scheduler) -> None:
     first, second, third = (_reply(scheduler) for _ in range(3))
-    first.admit()
-    first.admit()  # idempotent
-    second.admit()
+    await first.admitted()
+    await first.admitted()  # idempotent
+    await second.admitted()
     with pytest.raises(Exception, match="limit") as refused:
-        third.admit()
+        await third.admitted()
     assert getattr(refused.value, "retryable", False)
     first.release()
-    third.admit()
+    await third.admitted()
     second.release()
     third.release()
-    assert scheduler.reserved == 0
+    assert scheduler.admission.reserved == 0
 
 
 @pytest.mark.parametrize("repeat", [1, 25])  # 25: over OFF_LOOP_CHARS, chunked in a worker thread

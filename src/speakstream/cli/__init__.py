@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except SpeakstreamError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
+        print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -88,12 +88,13 @@ async def run_suites(suites: list[str], args: argparse.Namespace, console: Conso
 
 
 async def _load(args: argparse.Namespace, levels: list[int]) -> list[dict[str, Any]]:
+    from speakstream.bench.process import ServerProcess
     from speakstream.loadtest import load
-    from speakstream.loadtest.harness import ServerProcess
 
     if args.server:
         url = args.server.rstrip("/").replace("http", "ws", 1) + "/invocations-bidirectional-stream"
         return await load.run_load(url, levels, reply_id=args.reply, turns=args.turns, ramp_s=args.ramp)
     extra = ["--fake-engine"] if args.fake_engine else []
-    with ServerProcess(*extra, "--max-sessions", str(max(levels) + 4)) as server:
+    # one reply spoken again and again: without the audio cache, so the engine is what is measured
+    with ServerProcess(*extra, "--max-sessions", str(max(levels) + 4), env={"SPEAKSTREAM_CACHE_MB": "0"}) as server:
         return await load.run_load(server.ws_url, levels, reply_id=args.reply, turns=args.turns, ramp_s=args.ramp)

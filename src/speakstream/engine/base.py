@@ -70,6 +70,11 @@ class Engine(Protocol):
         the ``InvalidInput`` that ``stream`` would for a voice or speed it cannot use."""
         ...
 
+    def throughput(self) -> float:
+        """Audio seconds a second it can make with every lane busy, estimated from its measured
+        speed (``math.inf``: no estimate): what admission starts from before it measures."""
+        ...
+
     def stream(
         self, text: str, *, voice: str, speed: float = 1.0, cancel: CancelToken | None = None, opening: bool = True
     ) -> Stream:
@@ -146,6 +151,10 @@ class VoiceBankEngine(ABC):
         """``synthesize`` twice in ``voice``: the first run allocates, the second is measured."""
         for _ in range(2):
             self.synthesize(WARM_TEXT, voice=voice)
+
+    def throughput(self) -> float:
+        """No estimate: admission measures what the engine makes."""
+        return math.inf
 
     def sound_key(self, text: str, *, voice: str, speed: float) -> Hashable:
         """The text as given, the voice blend as weighed, its language, the speed and this engine."""

@@ -38,6 +38,11 @@ class EngineConfig:
     """Inferences that may run at once, the engine's lanes (0: 2 on a CPU with 2 cores or more,
     else 1). Above 1 on a CPU, each part of the model is also loaded as that many narrow copies
     (an equal share of the cores each) for inferences that start beside another."""
+    share_weights: bool = True
+    """On a CPU, every session reads one set of weights from one memory map, optimised once for
+    this machine, and one activation arena that shrinks after each run (``model.weights``): a
+    default server in about half the memory, at a few per cent of speed (no prepacked weights).
+    False: each session its own weights and arena, as ONNX Runtime makes them."""
     spin_threads: bool = False
     """Let ONNX Runtime's threads spin between kernels: a little faster on an idle machine, much
     slower when the cores are shared (an LLM on the same CPU), so off by default."""

@@ -7,6 +7,7 @@ capability is also tested against the real Kokoro engine.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Callable
@@ -48,6 +49,10 @@ class FakeEngine(VoiceBankEngine):
         self.fail_when = fail_when
         self.calls: list[str] = []
         self.voice_bank = VoiceBank({name: np.zeros((510, 256), np.float32) for name in KOKORO_VOICES})
+
+    def throughput(self) -> float:
+        """Its audio a character over its compute a character, per lane."""
+        return self.lanes * self.audio_per_char_s / self.seconds_per_char if self.seconds_per_char else math.inf
 
     def synthesize(
         self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None

@@ -8,8 +8,9 @@ Text -> phonemes (``phonemes``) -> the model's front -> decoder windows -> audio
 from __future__ import annotations
 
 import contextlib
+import math
 import time
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from functools import partial
 from typing import Any
 
@@ -37,12 +38,13 @@ from speakstream.engine.windows import cores as inference
 from speakstream.engine.windows.edges import EdgePolicy, trim_edges
 from speakstream.engine.windows.front import WINDOW_PAUSE_S, word_times
 from speakstream.engine.windows.parts import SplitModel
+from speakstream.engine.windows.planner import throughput
 from speakstream.engine.windows.policy import WindowPolicy
 from speakstream.engine.windows.runner import Runner
 from speakstream.engine.windows.speed import CPU_GUESS_S, GPU_GUESS_S, SpeedEstimator
 from speakstream.engine.windows.stream import ChunkStream
 from speakstream.errors import InvalidInput
-from speakstream.types import SAMPLE_RATE, AudioChunk, AudioPiece, SynthesisTimings, WordTimestamp, join_pieces
+from speakstream.types import SAMPLE_RATE, AudioChunk, AudioPiece, Step, SynthesisTimings, WordTimestamp, join_pieces
 
 
 class KokoroEngine(VoiceBankEngine):
@@ -60,7 +62,10 @@ class KokoroEngine(VoiceBankEngine):
         self.phonemizer.load()
         for language in self.config.languages:
             self.phonemizer.load(parse_language(language))
-        options = session_options(self.config.intra_op_threads, self.config.inter_op_threads, self.config.spin_threads)
+
+        def options() -> Any:
+            return session_options(self.config.intra_op_threads, self.config.inter_op_threads, self.config.spin_threads)
+
         providers = pick_providers(self.config.providers)
         self.lanes = engine_lanes(self.config, providers)
         self._policy, self._edges = self.config.windows, self.config.edges
@@ -77,23 +82,25 @@ class KokoroEngine(VoiceBankEngine):
                 narrow=self._narrow(providers),
                 decoder=self.decoder,
                 crowded_decoder=pick_crowded_decoder(self.config.crowded_decoder, self.decoder),
+                share_weights=self.config.share_weights,
             )
             speed = SpeedEstimator(CPU_GUESS_S if split.on_cpu else GPU_GUESS_S)
             self.runner = Runner(split, speed)
             self.providers = split.providers
         else:
-            self.session = ort.InferenceSession(str(self.assets.graph(self.config.graph)), options, providers=providers)
+            graph = str(self.assets.graph(self.config.graph))
+            self.session = ort.InferenceSession(graph, options(), providers=providers)
             self.providers = self.session.get_providers()
             self._has_durations = len(self.session.get_outputs()) > 1
         self.device = "cuda" if "CUDAExecutionProvider" in self.providers else "cpu"
 
-    def _narrow(self, providers: list[str]) -> tuple[Any, int] | None:
-        """Options for the narrow copies (an equal share of the cores each: one thread on 2
-        cores), and how many (None: no copies)."""
+    def _narrow(self, providers: list[str]) -> tuple[Callable[[], Any], int] | None:
+        """Options for a narrow copy (an equal share of the cores each: one thread on 2 cores),
+        and how many (None: no copies)."""
         if self.lanes < 2 or providers[0] != "CPUExecutionProvider":
             return None
         threads = max(1, cores(self.config) // self.lanes)
-        return session_options(threads, 1, spin=False), self.lanes
+        return (lambda: session_options(threads, 1, spin=False)), self.lanes
 
     @property
     def policy(self) -> WindowPolicy:
@@ -134,6 +141,12 @@ class KokoroEngine(VoiceBankEngine):
         if self.runner is not None and self.config.warm_runs:
             tokens = self.parts(WARM_TEXT, self.check_voice(voice).speaks)[0].tokens
             self.runner.model.warm(tokens, self.voice_bank.style(voice, len(tokens)), self.config.warm_runs)
+
+    def throughput(self) -> float:
+        """From the decoder's measured speed where its lanes run (``planner.throughput``)."""
+        if self.runner is None:
+            return math.inf
+        return throughput(self._policy, self.runner.speed.reading(), self.lanes)
 
     def sound_key(self, text: str, *, voice: str, speed: float) -> Hashable:
         """The text after normalisation in the voice's language, the blend, the speed, and what the
@@ -202,7 +215,11 @@ class KokoroEngine(VoiceBankEngine):
             offset += len(samples)
         samples = np.concatenate(audio)
         timings = SynthesisTimings(phonemize_s, clock.seconds())
-        return AudioPiece(samples, 0, 0.0, len(samples) / SAMPLE_RATE, tuple(words), True, timings)
+        steps = (
+            Step("phonemes", started, started + phonemize_s, (("tokens", sum(len(p.tokens) for p in parts)),)),
+            Step("inference", started + phonemize_s, time.perf_counter(), (("graph", self.config.graph),)),
+        )
+        return AudioPiece(samples, 0, 0.0, len(samples) / SAMPLE_RATE, tuple(words), True, timings, steps=steps)
 
     def _window(
         self, part: Phonemized, voice: str, speed: float, text: str, cancel: CancelToken | None

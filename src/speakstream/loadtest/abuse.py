@@ -21,9 +21,10 @@ from typing import Any
 import httpx
 import websockets
 
+from speakstream.bench.process import ServerProcess
 from speakstream.bench.stats import summary
 from speakstream.data import replies
-from speakstream.loadtest.harness import ServerProcess, raw_http
+from speakstream.loadtest.harness import raw_http
 
 GOOD_ADDRESS = "127.0.0.2"
 GOOD_TEXT = "Thanks for waiting, I found your booking. Your flight leaves at nine forty."

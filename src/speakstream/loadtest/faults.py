@@ -10,10 +10,10 @@ from typing import Any
 
 import websockets
 
+from speakstream.bench.process import ServerProcess
 from speakstream.client import SpeechSession
 from speakstream.data import replies
 from speakstream.engine.fake import FakeEngine
-from speakstream.loadtest.harness import ServerProcess
 from speakstream.loadtest.servers import fake_server, own_fds, own_rss_mb, settled
 
 REPLY = replies()["long"]["text"]

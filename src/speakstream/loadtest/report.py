@@ -9,6 +9,17 @@ from speakstream.bench.tables import table
 START, END = "<!-- reliability:start -->", "<!-- reliability:end -->"
 
 
+def _heard(level: dict[str, Any]) -> str:
+    """The gaps the admitted listeners heard, and the replies refused or delayed for capacity
+    (runs before these were counted: nothing)."""
+    if "gaps" not in level:
+        return ""
+    return (
+        f"gaps {level['gaps']} ({level['gap_ms_per_session']} ms a reply), "
+        f"refused for capacity {level['refused']}, delayed {level['delayed']}, "
+    )
+
+
 def rows(run: dict[str, Any], command: str) -> list[list[Any]]:
     out: list[list[Any]] = []
     suites = run["suites"]
@@ -20,7 +31,8 @@ def rows(run: dict[str, Any], command: str) -> list[list[Any]]:
                     f"load: {level['sessions']} sessions at once ({run['engine']} engine)",
                     f"held {level['held']}/{level['sessions']}, p95 first audio {t.get('p95')} ms, "
                     f"{level.get('audio_per_wall', '?')} audio s per wall s, "
-                    f"errors {level['errors']}, audio of another session {level['foreign']}",
+                    + _heard(level)
+                    + f"errors {level['errors']}, audio of another session {level['foreign']}",
                     f"`{command} load`",
                 ]
             )

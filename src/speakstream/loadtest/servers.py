@@ -26,6 +26,9 @@ def start_server(engine: Engine, *, routes: Sequence[BaseRoute] = (), port: int 
 
 
 def fake_server(engine: FakeEngine | None = None, **config: Any) -> ThreadedServer:
+    """A server on a fake engine with the audio cache off unless asked: the suites repeat one
+    text, and a cached repeat would never reach the engine whose limits they test."""
+    config.setdefault("cache_mb", 0)
     return start_server(engine or FakeEngine(seconds_per_char=0.002), **config)
 
 
@@ -47,7 +50,7 @@ def server_counts(server: ThreadedServer) -> dict[str, int]:
             "tasks": len(asyncio.all_tasks()),
             "sessions": len(runtime.sessions),
             "queued": runtime.scheduler.queued if runtime.scheduler else 0,
-            "reserved": runtime.scheduler.reserved if runtime.scheduler else 0,
+            "reserved": runtime.scheduler.admission.reserved if runtime.scheduler else 0,
         }
 
     assert runtime.loop is not None

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from speakstream.bench.process import ServerProcess
 from speakstream.client import SpeechSession
-from speakstream.loadtest.harness import ServerProcess
 
 RSS_BOUND_MB = 25.0
 FD_BOUND = 4

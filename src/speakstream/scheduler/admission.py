@@ -1,23 +1,50 @@
-"""Admission: one counter of the chunks replies may have in flight, and one per client.
+"""Admission: who gets in, so that the queue stays bounded and admitted listeners do not stall.
 
-A reply ``reserve``s room for the chunks it may have in flight before its first chunk is queued;
-a reservation over ``max_queue`` is refused with a retryable ``Overloaded``, and a reply never has
-more chunks queued than it reserved, so the queue stays bounded. With ``max_per_client`` set, one
-client's reservations are capped too (``client_limit``).
+A reply ``reserve``s room for the chunks it may have in flight before its first chunk is queued.
+It is refused with a retryable ``Overloaded`` when the reservation passes ``max_queue`` chunks,
+its client's ``max_per_client``, or when one more listener would ask for more than ``max_load`` of
+what the engine makes (``capacity``): a reply admitted into a stall makes every admitted listener
+stall. ``reserve_waiting`` waits for room instead, up to a deadline. One reply is always admitted
+when none is, however slow the engine.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import Callable
+
 from speakstream.errors import Overloaded
+
+RETRY_AFTER_S = 1.0
+"""What a reply refused for capacity is told to wait before it tries again."""
 
 
 class Admission:
-    def __init__(self, max_queue: int, max_per_client: int = 0) -> None:
+    def __init__(
+        self,
+        max_queue: int,
+        max_per_client: int = 0,
+        *,
+        capacity: Callable[[], float] | None = None,
+        max_load: float = 0.8,
+    ) -> None:
         self.max_queue = max_queue
         self.max_per_client = max_per_client
         """Chunks one client may have reserved at once (0: only ``max_queue`` applies)."""
+        self.capacity = capacity
+        """Audio seconds a second the engine makes (None: no limit by capacity)."""
+        self.max_load = max_load
+        """The share of ``capacity`` the admitted replies may ask for."""
         self.reserved = 0
+        self.replies = 0
+        """Replies admitted and not yet ended: each listener asks for an audio second a second."""
+        self.refused = 0
+        """Replies refused for capacity."""
         self._by_client: dict[str, int] = {}
+        self._room = asyncio.Event()
 
     def reserve(self, slots: int, client: str = "") -> None:
         """Room for a reply's chunks in flight, or a retryable ``Overloaded``."""
@@ -29,13 +56,46 @@ class Admission:
                 f"this client is at its limit of {self.max_per_client} queued chunks; retry when a reply ends",
                 code="client_limit",
             )
+        if not self.has_room():
+            self.refused += 1
+            raise Overloaded(
+                "the server is at its capacity: another listener would make the admitted ones stall; "
+                f"retry in {RETRY_AFTER_S:g} s or on another replica"
+            )
         self.reserved += slots
+        self.replies += 1
         self._by_client[client] = mine + slots
+
+    async def reserve_waiting(self, slots: int, client: str, wait_s: float) -> float:
+        """``reserve``, waiting up to ``wait_s`` for room by capacity; the seconds waited."""
+        started = time.perf_counter()
+        deadline = started + wait_s
+        while True:
+            try:
+                self.reserve(slots, client)
+                return time.perf_counter() - started
+            except Overloaded as exc:
+                left = deadline - time.perf_counter()
+                if exc.code != "overloaded" or left <= 0:
+                    raise
+                self.refused -= 1  # it waits: not refused (yet)
+                self._room.clear()
+                with contextlib.suppress(TimeoutError):  # capacity moves too: look again soon
+                    await asyncio.wait_for(self._room.wait(), min(left, 0.25))
 
     def release(self, slots: int, client: str = "") -> None:
         self.reserved = max(0, self.reserved - slots)
+        self.replies = max(0, self.replies - 1)
         left = self._by_client.get(client, 0) - slots
         if left > 0:
             self._by_client[client] = left
         else:
             self._by_client.pop(client, None)
+        self._room.set()
+
+    def has_room(self) -> bool:
+        """Whether one more listener fits: within ``max_load`` of the capacity, or the first."""
+        if self.capacity is None or self.replies == 0:
+            return True
+        capacity = self.capacity()
+        return math.isinf(capacity) or self.replies + 1 <= self.max_load * capacity

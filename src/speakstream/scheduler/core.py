@@ -21,6 +21,7 @@ from speakstream.errors import EngineError, SpeakstreamError
 from speakstream.scheduler import priority
 from speakstream.scheduler.admission import Admission
 from speakstream.scheduler.cache import AudioCache
+from speakstream.scheduler.capacity import Capacity, CapacityReading
 from speakstream.scheduler.job import Clock, Job, PlaybackClock
 from speakstream.scheduler.priority import Priority
 from speakstream.scheduler.turns import Turns
@@ -44,12 +45,21 @@ class Scheduler:
         on_done: Callable[[Job, AudioPiece | None], None] | None = None,
         clock: Clock = time.perf_counter,
         cache: AudioCache | None = None,
+        max_load: float | None = None,
     ) -> None:
-        """``cache``: where whole chunks' audio is kept and repeats answered (None: no cache)."""
+        """``cache``: where whole chunks' audio is kept and repeats answered (None: no cache);
+        ``max_load``: the share of the measured capacity admitted replies may ask for (None: no
+        admission by capacity)."""
         self.engine = engine
         self.cache = cache
         self.workers = workers
-        self.admission = Admission(max_queue, max_per_client)
+        self.capacity = Capacity(workers, engine.throughput)
+        self.admission = Admission(
+            max_queue,
+            max_per_client,
+            capacity=None if max_load is None else self.capacity_now,
+            max_load=max_load or 1.0,
+        )
         self.turns = Turns()
         self.priority = Priority(first_chunk_priority=first_chunk_priority, preempt=preempt)
         self._on_done = on_done
@@ -65,35 +75,25 @@ class Scheduler:
         return self.turns.queued
 
     @property
-    def reserved(self) -> int:
-        return self.admission.reserved
-
-    @property
     def running(self) -> bool:
         """Every engine worker is alive (one that died of a bug leaves chunks unserved)."""
         return bool(self._tasks) and not any(task.done() for task in self._tasks)
 
-    def reserve(self, slots: int, client: str = "") -> None:
-        """Admission: room for a reply's chunks in flight, or a retryable ``Overloaded``."""
-        self.admission.reserve(slots, client)
-
-    def release(self, slots: int, client: str = "") -> None:
-        self.admission.release(slots, client)
-
-    @contextlib.contextmanager
-    def using(self, *, first_chunk_priority: bool | None = None, preempt: bool | None = None) -> Iterator[None]:
+    def using(
+        self, *, first_chunk_priority: bool | None = None, preempt: bool | None = None, admit_all: bool = False
+    ) -> contextlib.AbstractContextManager[None]:
         """Turns given inside this block follow these priority settings (experiments switch them
-        this way; None: as configured)."""
-        p = self.priority
-        saved = p.first_chunk_priority, p.preempt
-        if first_chunk_priority is not None:
-            p.first_chunk_priority = first_chunk_priority
-        if preempt is not None:
-            p.preempt = preempt
-        try:
-            yield
-        finally:
-            p.first_chunk_priority, p.preempt = saved
+        this way; None: as configured); ``admit_all``: no admission by capacity inside it."""
+        return _switched(self.priority, self.admission, first_chunk_priority, preempt, admit_all)
+
+    def capacity_now(self) -> float:
+        """Audio seconds a second the engine makes with every lane busy (``Capacity``)."""
+        return self.capacity.audio_per_s()[0]
+
+    def reading(self) -> CapacityReading:
+        """Capacity and load now, for /metrics and /ping."""
+        capacity, measured = self.capacity.audio_per_s()
+        return CapacityReading(capacity, float(self.admission.replies), measured)
 
     def crowded(self) -> bool:
         """More replies wait for their first window than the workers run at once."""
@@ -147,22 +147,12 @@ class Scheduler:
         """Queue one chunk of an admitted reply (see ``reserve``); ``job.stream()`` gives its audio.
         ``clock``: the reply's, so each window is sized to what its listener has buffered."""
         job = Job(session_id, request_id, index, text, voice, speed, client, taken=self._wakeup.set, clock=clock)
-        self._look_up(job)
+        _look_up(self.cache, self.engine, job)
         self.turns.add(job)
         job.crowded = job.first_window and self.crowded()
         self._answer_cached(session_id)
         self._wakeup.set()
         return job
-
-    def _look_up(self, job: Job) -> None:
-        """With a cache, the chunk's sound, and its audio when it was made before."""
-        if self.cache is None:
-            return
-        try:
-            job.sound = self.engine.sound_key(job.text, voice=job.voice, speed=job.speed)
-        except SpeakstreamError:
-            return  # synthesis will say why, in its turn
-        job.cached = self.cache.get(job.sound)
 
     def _answer_cached(self, session_id: str) -> None:
         """The session's chunks answered from the cache, in order, while one is next in its line:
@@ -215,6 +205,7 @@ class Scheduler:
         first, started = job.first_window, time.perf_counter()
         try:
             piece = await self._turn(job, executor)
+            job.busy_s += time.perf_counter() - started
             if first:
                 self.priority.first_window_took(time.perf_counter() - started)
         except SpeakstreamError as exc:
@@ -252,23 +243,34 @@ class Scheduler:
                 )
             synthesis = job.synthesis
             if not synthesis.prepared:
-                await loop.run_in_executor(executor, synthesis.prepare, self.load(job, planning=False))
-            return await loop.run_in_executor(executor, synthesis.step, self.load(job))
+                await loop.run_in_executor(executor, synthesis.prepare, self._handed(job, planning=False))
+            return await loop.run_in_executor(executor, synthesis.step, self._handed(job))
         except BaseException:
             job.failed_s = clock.seconds()  # the engine's time all the same (``on_done``)
             raise
 
+    def _handed(self, job: Job, *, planning: bool = True) -> Load:
+        """The load ``job``'s turn is handed; a turn alone leaves the chunk out of the capacity."""
+        load = self.load(job, planning=planning)
+        job.beside_others = job.beside_others and load.sharing
+        return load
+
     def _finish(self, job: Job, piece: AudioPiece | None, error: BaseException | None) -> None:
+        heard = not job.ended and not job.token.cancelled and error is None and piece is not None
+        if heard and piece is not None and job.clock is not None:
+            job.gap_s = job.clock.add(piece.duration_s, job.enqueued_at)
         if self._on_done:
             self._on_done(job, piece)
         if job.ended:
             return
         if job.token.cancelled:
             error = SynthesisCancelled("synthesis cancelled")
-        if error is None and piece is not None and job.clock is not None:
-            job.clock.add(piece.duration_s)
         if error is None and piece is not None and job.cached is None:
-            self._remember(job, piece)
+            whole = job.made_whole(piece)
+            if whole is not None and self.cache is not None and job.sound is not None:
+                self.cache.put(job.sound, whole)
+            if piece.last and job.beside_others:  # a whole chunk made beside others measures the capacity
+                self.capacity.chunk_done(job.audio_s, job.busy_s)
         if error is not None or piece is None or piece.last:
             self.turns.drop(job)
             job.close(error if error is not None else piece)
@@ -276,11 +278,30 @@ class Scheduler:
         job.made += 1
         job.deliver(piece)
 
-    def _remember(self, job: Job, piece: AudioPiece) -> None:
-        """Keep ``piece`` for the cache; file the chunk there once it is whole."""
-        if self.cache is None or job.sound is None:
-            return
-        job.made_pieces.append(piece)
-        if piece.last:
-            self.cache.put(job.sound, job.made_pieces)
-            job.made_pieces = []
+
+@contextlib.contextmanager
+def _switched(
+    p: Priority, admission: Admission, first_chunk_priority: bool | None, preempt: bool | None, admit_all: bool
+) -> Iterator[None]:
+    saved = p.first_chunk_priority, p.preempt, admission.capacity
+    if first_chunk_priority is not None:
+        p.first_chunk_priority = first_chunk_priority
+    if preempt is not None:
+        p.preempt = preempt
+    if admit_all:
+        admission.capacity = None
+    try:
+        yield
+    finally:
+        p.first_chunk_priority, p.preempt, admission.capacity = saved
+
+
+def _look_up(cache: AudioCache | None, engine: Engine, job: Job) -> None:
+    """With a cache, the chunk's sound, and its audio when it was made before."""
+    if cache is None:
+        return
+    try:
+        job.sound = engine.sound_key(job.text, voice=job.voice, speed=job.speed)
+    except SpeakstreamError:
+        return  # synthesis will say why, in its turn
+    job.cached = cache.get(job.sound)

@@ -21,20 +21,39 @@ Clock = Callable[[], float]
 @dataclass(slots=True)
 class PlaybackClock:
     """How far a reply's audio is ahead of its listener, who is assumed to play it in real time
-    from the moment its first piece was made: what the engine may spend on the next window."""
+    from the moment its first piece was made and to wait, when it runs dry, for the next: what
+    the engine may spend on the next window. It counts the gaps the server caused (a piece late
+    while its text was already queued)."""
 
     started_at: float | None = None
+    """When the listener would have started, its waits included (it plays on from there)."""
     audio_s: float = 0.0
     now: Clock = field(default=time.perf_counter, repr=False)
+    gaps: int = 0
+    """Times the listener ran dry while the server had the text of what came next."""
+    gap_s: float = 0.0
+    """Seconds of those gaps."""
 
     @property
     def playing(self) -> bool:
         return self.started_at is not None
 
-    def add(self, seconds: float) -> None:
+    def add(self, seconds: float, queued_at: float | None = None) -> float:
+        """A piece of ``seconds`` made now, whose chunk was queued at ``queued_at`` (None: a gap
+        before it is not the server's); the server's gap before it, in seconds (0: none)."""
+        now = self.now()
         if self.started_at is None:
-            self.started_at = self.now()
+            self.started_at = now
+        dry = now - self.started_at - self.audio_s
+        if dry > 0:  # the listener waited, and plays on from now
+            self.started_at += dry
+            if queued_at is not None and queued_at < now - dry:
+                self.gaps += 1
+                self.gap_s += dry
+                self.audio_s += seconds
+                return dry
         self.audio_s += seconds
+        return 0.0
 
     def ahead_s(self) -> float:
         if self.started_at is None:
@@ -86,6 +105,14 @@ class Job:
     """The chunk's audio from the cache: answered with no engine time when it reaches its turn."""
     made_pieces: list[AudioPiece] = field(default_factory=list)
     """The pieces made so far, kept for the cache (only with a ``sound``)."""
+    busy_s: float = 0.0
+    """Seconds its turns held a lane."""
+    audio_s: float = 0.0
+    """Audio made so far."""
+    beside_others: bool = True
+    """Every turn so far ran while other work ran too: the chunk measures the capacity."""
+    gap_s: float = 0.0
+    """The server's gap before the piece made last (``PlaybackClock.add``)."""
 
     @property
     def queue_wait_s(self) -> float:
@@ -107,6 +134,16 @@ class Job:
             if isinstance(item, BaseException):
                 raise item
             yield item
+
+    def made_whole(self, piece: AudioPiece) -> list[AudioPiece] | None:
+        """Count ``piece`` toward the chunk's audio, keep it when the chunk is cached; the whole
+        chunk's pieces once it is done (None before, and for a chunk with no ``sound``)."""
+        self.audio_s += piece.duration_s
+        if self.sound is None:
+            return None
+        self.made_pieces.append(piece)
+        whole, self.made_pieces = (self.made_pieces, []) if piece.last else (None, self.made_pieces)
+        return whole
 
     def close(self, last: AudioPiece | BaseException | None) -> None:
         self.ended = True

@@ -1,11 +1,14 @@
-"""First-window priority and preemption: a reply's first window is what its listener waits for.
+"""First-window priority and preemption: a reply's first window is what its listener waits for,
+unless a listener already hearing its reply is about to run dry.
 
-The first window of any reply jumps the queue, and runs beside other first windows only: one alone
-has every core, so it waits for a later window to end, or, with ``preempt``, pauses it (ONNX
-Runtime's terminate flag stops its inference, which runs again, whole, once no first window
-waits) on a lane of its own, when the wait saved is longer than the stall the pause adds to that
-window's listener (``worth_pausing``), at most once per window so every window ends. No later
-window starts while a first one runs or waits.
+A later window whose listener has less buffered than two first windows take (``running_dry``)
+goes first, the closest to dry first, beside anything: a gap once speech has started is worse than
+first audio a little later. Otherwise the first window of any reply jumps the queue, and runs
+beside other first windows only: one alone has every core, so it waits for a later window to end,
+or, with ``preempt``, pauses it (ONNX Runtime's terminate flag stops its inference, which runs
+again, whole, once no first window waits) on a lane of its own, when the wait saved is longer
+than the stall the pause adds to that window's listener (``worth_pausing``), at most once per
+window so every window ends. No other later window starts while a first one runs or waits.
 """
 
 from __future__ import annotations
@@ -37,6 +40,14 @@ def crowded(jobs: list[Job], lanes: int) -> bool:
     return sum(1 for job in jobs if job.first_window and not job.ended) > lanes
 
 
+def running_dry(ready: list[Job], within_s: float) -> Job | None:
+    """The later window among ``ready`` whose listener, hearing its reply, has the least buffered,
+    if that is under ``within_s``."""
+    playing = [(job.clock.ahead_s(), job) for job in ready if not job.first_window and job.clock and job.clock.playing]
+    ahead_s, job = min(playing, key=lambda pair: pair[0], default=(math.inf, None))
+    return job if ahead_s < within_s else None
+
+
 def first_windows(ready: list[Job]) -> list[Job]:
     """The first windows among ``ready``, oldest first."""
     return sorted((job for job in ready if job.first_window), key=lambda job: job.enqueued_at)
@@ -66,10 +77,13 @@ class Priority:
         self.first_window_s = smoothed(self.first_window_s, seconds)
 
     def pick(self, ready: list[Job], next_of: NextOf) -> Job | None:
-        """The next step for a worker: a waiting first window, else the next in turn. A first window
-        waits rather than share the cores with a later one; nothing while the urgent lane runs."""
+        """The next step for a worker: a listener running dry's, else a waiting first window, else
+        the next in turn. A first window waits rather than share the cores with a later one;
+        nothing while the urgent lane runs."""
         if self.urgent:
             return None
+        if (dry := running_dry(ready, 2 * self.first_window_s)) is not None:
+            return dry
         if not self.first_chunk_priority:
             return next_of(ready)
         if firsts := first_windows(ready):

@@ -224,7 +224,8 @@ class BidiSession:
             )
         if request_id is not None and request_id in self._known_ids():
             raise ProtocolError(f"request_id {request_id!r} is already in use", code="duplicate_request_id")
-        return self.rt.reply(self.id, request_id, self.rt.settings(options.over(self.defaults)), self.client)
+        settings = self.rt.settings(options.over(self.defaults))
+        return self.rt.reply(self.id, request_id, settings, self.client, route="websocket")
 
     def _known_ids(self) -> set[str]:
         ids = {r.request_id for r in self._pending}
@@ -357,6 +358,8 @@ class BidiSession:
                 self._stream = None
             self._sent.finish(rid)
             await self._error(exc, rid)
+            if exc.code == "overloaded" and not self._pending:  # over capacity: try another replica
+                await self._put(Outgoing(close=(1013, "try again later")), control=True)
             return
         if reply.stats.ttfa_s is not None:
             self.rt.metrics.ttfa.labels("websocket").observe(reply.stats.ttfa_s)
@@ -367,6 +370,7 @@ class BidiSession:
                 duration_s=round(reply.stats.duration_s, 4),
                 chunks=reply.stats.chunks,
                 timings=reply.stats.timings(),
+                trace_id=reply.trace.trace_id,
             ),
             rid,
         )

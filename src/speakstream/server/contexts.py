@@ -121,7 +121,7 @@ class ContextSocket:
         if len(self.contexts) >= MAX_CONTEXTS:
             raise Overloaded(f"at most {MAX_CONTEXTS} contexts may be open on one connection", code="max_contexts")
         settings = replace(self.rt.settings(options), bitrate=bitrate)
-        reply = self.rt.reply(self.id, self.rt.new_id("ctx"), settings, self.client)
+        reply = self.rt.reply(self.id, self.rt.new_id("ctx"), settings, self.client, route=self.transport)
         ctx = Context(context_id, reply)
         self.contexts[context_id] = ctx
         ctx.task = asyncio.create_task(self._speak(ctx), name=f"{self.id}-{context_id[:40]}")

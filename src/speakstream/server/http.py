@@ -14,6 +14,7 @@ import asyncio
 import base64
 import json
 import logging
+import math
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -24,6 +25,7 @@ from starlette.types import Message, Send
 from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput, SpeakstreamError, UnsupportedMediaType
 from speakstream.protocol import Options, sse_event
+from speakstream.scheduler import Scheduler
 from speakstream.server.reply import Reply, check_readable
 from speakstream.server.runtime import Runtime
 from speakstream.server.security import TOKEN_TTL_S, client_of, issue_token
@@ -55,8 +57,8 @@ def error_response(exc: SpeakstreamError, runtime: Runtime | None = None) -> JSO
 
 async def ping(request: Request) -> Response:
     runtime = runtime_of(request)
-    if runtime.ready:
-        body = {"status": "ok", "device": getattr(runtime.engine, "device", "?")}
+    if runtime.ready and runtime.scheduler is not None and runtime.engine is not None:
+        body: dict[str, object] = {"status": "ok", "device": runtime.engine.device, **_load(runtime.scheduler)}
         if runtime.instance:
             body["instance"] = runtime.instance
         return JSONResponse(body)
@@ -64,6 +66,14 @@ async def ping(request: Request) -> Response:
     code = runtime.load_error.code if runtime.load_error else "not_ready"
     body = {"status": "unavailable", "code": code, "reason": reason}
     return JSONResponse(body, status_code=503, headers={"Retry-After": "1"})
+
+
+def _load(scheduler: Scheduler) -> dict[str, object]:
+    """Capacity and load for a load balancer or an autoscaler reading /ping."""
+    r = scheduler.reading()
+    capacity = round(r.capacity, 2) if math.isfinite(r.capacity) else None
+    utilization = round(r.utilization, 3) if math.isfinite(r.utilization) else None
+    return {"capacity_audio_s_per_s": capacity, "load_audio_s_per_s": r.load, "utilization": utilization}
 
 
 # What /ping says when the engine failed to load: the cause, never the path or library text
@@ -158,11 +168,11 @@ async def invocations(request: Request) -> Response:
     runtime = runtime_of(request)
     try:
         reply = await _invocation_reply(request, runtime)
-        reply.admit()
+        await reply.admitted()
     except SpeakstreamError as exc:
         return error_response(exc, runtime)
     runtime.metrics.requests.labels("http").inc()
-    headers = {"X-Request-Id": reply.request_id, "Cache-Control": "no-store"}
+    headers = {"X-Request-Id": reply.request_id, "Cache-Control": "no-store", **trace_header(reply)}
     if "text/event-stream" in request.headers.get("accept", ""):
         return streaming(sse_stream(reply, runtime), runtime, media_type="text/event-stream", headers=headers)
     headers["X-Sample-Rate"] = str(reply.sample_rate)
@@ -186,9 +196,21 @@ async def _invocation_reply(request: Request, runtime: Runtime) -> Reply:
         raise InvalidInput(f"text is over the {runtime.config.max_text_chars}-character limit", code="text_too_long")
     settings = runtime.settings(Options.parse(data, strings=True))
     check_readable(runtime.require_scheduler(), settings, text)
-    reply = runtime.reply(runtime.new_id("http"), _request_id(data), settings, client_of(request.scope))
+    reply = runtime.reply(
+        runtime.new_id("http"),
+        _request_id(data),
+        settings,
+        client_of(request.scope),
+        route="http",
+        headers=request.headers,
+    )
     await reply.speak(text)
     return reply
+
+
+def trace_header(reply: Reply) -> dict[str, str]:
+    """``X-Trace-Id`` with the reply's trace id, when the server traces."""
+    return {"X-Trace-Id": reply.trace.trace_id} if reply.trace.trace_id else {}
 
 
 def _request_id(data: dict[str, Any]) -> str | None:
@@ -264,5 +286,6 @@ async def sse_stream(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, No
             "duration_s": round(reply.stats.duration_s, 4),
             "chunks": reply.stats.chunks,
             "timings": reply.stats.timings(),
+            **({"trace_id": reply.trace.trace_id} if reply.trace.trace_id else {}),
         },
     )

@@ -20,7 +20,15 @@ from speakstream.engine.base import check_text
 from speakstream.engine.voices import VOICE_ALIASES, by_language
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import Options, sse_event
-from speakstream.server.http import audio_stream, error_response, json_body, runtime_of, sse_parts, streaming
+from speakstream.server.http import (
+    audio_stream,
+    error_response,
+    json_body,
+    runtime_of,
+    sse_parts,
+    streaming,
+    trace_header,
+)
 from speakstream.server.reply import Reply, check_readable
 from speakstream.server.runtime import Runtime
 from speakstream.server.security import client_of
@@ -34,11 +42,11 @@ async def speech(request: Request) -> Response:
     runtime = runtime_of(request)
     try:
         reply, stream_format = await _speech_reply(request, runtime)
-        reply.admit()
+        await reply.admitted()
     except SpeakstreamError as exc:
         return error_response(exc, runtime)
     runtime.metrics.requests.labels("openai").inc()
-    headers = {"X-Request-Id": reply.request_id}
+    headers = {"X-Request-Id": reply.request_id, **trace_header(reply)}
     if stream_format == "sse":
         return streaming(_sse(reply, runtime), runtime, media_type="text/event-stream", headers=headers)
     return streaming(audio_stream(reply, runtime, "openai"), runtime, media_type=reply.fmt.mime_type, headers=headers)
@@ -68,7 +76,9 @@ async def _speech_reply(request: Request, runtime: Runtime) -> tuple[Reply, str]
     }
     settings = runtime.settings(Options.parse(options))
     check_readable(runtime.require_scheduler(), settings, text)
-    reply = runtime.reply(runtime.new_id("openai"), None, settings, client_of(request.scope))
+    reply = runtime.reply(
+        runtime.new_id("openai"), None, settings, client_of(request.scope), route="openai", headers=request.headers
+    )
     await reply.speak(text)
     return reply, stream_format
 

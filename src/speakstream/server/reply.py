@@ -23,6 +23,7 @@ from speakstream.engine.phonemes.scripts import check_script
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import CHUNKING
 from speakstream.scheduler import Job, PlaybackClock, Scheduler
+from speakstream.server.tracing import ReplyTrace
 from speakstream.text import ChunkPolicy, IncrementalSentenceChunker, chunk_text
 from speakstream.types import AudioPiece, WordTimestamp
 
@@ -75,9 +76,14 @@ class ReplyStats:
     duration_s: float = 0.0
     chunks: int = 0
     queue_wait_s: float = 0.0
+    admission_wait_s: float = 0.0
+    """Seconds it waited for room at a server at its capacity."""
     phonemize_s: float = 0.0
     inference_s: float = 0.0
     encode_s: float = 0.0
+    gaps: int = 0
+    """Times its listener, playing in real time, ran dry while its next text was queued."""
+    gap_s: float = 0.0
 
     @property
     def ttfa_s(self) -> float | None:
@@ -87,9 +93,12 @@ class ReplyStats:
         return {
             "ttfa_s": round(self.ttfa_s or 0.0, 4),
             "queue_wait_s": round(self.queue_wait_s, 4),
+            "admission_wait_s": round(self.admission_wait_s, 4),
             "phonemize_s": round(self.phonemize_s, 4),
             "inference_s": round(self.inference_s, 4),
             "encode_s": round(self.encode_s, 4),
+            "gaps": self.gaps,
+            "gap_s": round(self.gap_s, 4),
             "total_s": round(time.perf_counter() - self.started_at, 4),
         }
 
@@ -114,8 +123,13 @@ class Reply:
         max_text_chars: int = 20_000,
         max_audio_s: float = 1800.0,
         client: str = "",
+        admission_wait_s: float = 0.0,
+        trace: ReplyTrace | None = None,
     ) -> None:
+        """``admission_wait_s``: how long the reply may wait for room when the server is at its
+        capacity (0: refused at once); ``trace``: its spans (default: none)."""
         self.scheduler = scheduler
+        self._admission_wait_s = admission_wait_s
         self.session_id = session_id
         self.client = client
         """Who asked (an address): the scheduler's turns and limits are per client."""
@@ -124,6 +138,7 @@ class Reply:
         self.fmt = audio_format(settings.format)
         self.sample_rate = output_rate(self.fmt, settings.sample_rate)
         self.stats = ReplyStats()
+        self.trace = trace or ReplyTrace(None, None)
         self.clock = PlaybackClock()
         """How far this reply's audio is ahead of its listener (sizes the engine's windows)."""
         self._chunker = chunker_for(settings.chunking, policy or ChunkPolicy())
@@ -138,13 +153,25 @@ class Reply:
         self.texts: list[str] = []
         """Every chunk spoken so far, in order."""
 
-    def admit(self) -> None:
-        """Reserve room at the scheduler for this reply's chunks in flight (``Overloaded`` when
-        the server is full). Idempotent; released when the reply ends, or is dropped unplayed."""
-        if self._release is None:
-            slots = self._lookahead + 1
-            self.scheduler.reserve(slots, self.client)
-            self._release = weakref.finalize(self, self.scheduler.release, slots, self.client)
+    async def admitted(self) -> None:
+        """Reserve room at the scheduler for this reply's chunks in flight, waiting for it up to
+        ``admission_wait_s`` when the server is at its capacity (``Overloaded`` when the server is
+        full). Idempotent; released when the reply ends, or is dropped unplayed."""
+        if self._release is not None:
+            return
+        slots, started = self._lookahead + 1, time.perf_counter()
+        try:
+            if self._admission_wait_s > 0:
+                waited = await self.scheduler.admission.reserve_waiting(slots, self.client, self._admission_wait_s)
+                self.stats.admission_wait_s = waited
+            else:
+                self.scheduler.admission.reserve(slots, self.client)
+        except SpeakstreamError as exc:
+            self.trace.span("admission", started, time.perf_counter(), {"speakstream.refused": exc.code})
+            self.trace.end(exc.code)
+            raise
+        self.trace.span("admission", started, time.perf_counter())
+        self._release = weakref.finalize(self, self.scheduler.admission.release, slots, self.client)
 
     def release(self) -> None:
         if self._release is not None:
@@ -202,26 +229,37 @@ class Reply:
 
     async def outputs(self) -> AsyncIterator[ChunkOut]:
         """Encoded audio chunk by chunk; the last item holds the encoder's tail (no words)."""
-        self.admit()
+        await self.admitted()
         encoder = open_encoder(self.fmt.name, output_rate_hz=self.sample_rate, bitrate=self.settings.bitrate)
         jobs: asyncio.Queue[Job | SpeakstreamError | None] = asyncio.Queue(maxsize=self._lookahead + 2)
         in_flight = asyncio.Semaphore(self._lookahead + 1)  # exactly the slots ``admit`` reserved
         submitter = asyncio.create_task(self._submit(jobs, in_flight), name=f"submit-{self.request_id}")
+        error: str | None = "cancelled"
         try:
             sequence = 0
             while (job := await jobs.get()) is not None:
                 if isinstance(job, SpeakstreamError):
                     raise job
                 async for out in self._encode(encoder, job, sequence):
+                    sent = time.perf_counter()
                     yield out
+                    self.trace.span("send", sent, time.perf_counter(), {"speakstream.bytes": len(out.data)})
                     sequence += 1
                 in_flight.release()
             if self.stats.chunks == 0:
                 raise InvalidInput("the text has nothing speakable", code="empty_text")
+            self.stats.gaps, self.stats.gap_s = self.clock.gaps, self.clock.gap_s
             tail = await self._off_loop(encoder.close)
             yield ChunkOut(sequence, "", self._count(tail), self.stats.duration_s, 0.0, ())
             await submitter
+            error = None
+        except SpeakstreamError as exc:
+            error = exc.code
+            raise
         finally:
+            self.trace.set(ttfa_s=self.stats.ttfa_s, audio_s=self.stats.duration_s, chunks=self.stats.chunks)
+            self.trace.set(gaps=self.stats.gaps, voice=self.settings.voice, format=self.fmt.name)
+            self.trace.end(error)
             submitter.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await submitter
@@ -280,9 +318,11 @@ class Reply:
             self.stats.phonemize_s += piece.timings.phonemize_s
             self.stats.chunks += 1
         self.stats.inference_s += piece.timings.inference_s
+        self.trace.piece(job.index, job.enqueued_at, piece)
         started = time.perf_counter()
         data = await self._off_loop(lambda: encoder.encode(piece.samples))
         self.stats.encode_s += time.perf_counter() - started
+        self.trace.span("encode", started, time.perf_counter(), {"speakstream.chunk": job.index})
         self.stats.duration_s += piece.duration_s
         first = piece.index == 0
         chunk_start = offset - piece.offset_s

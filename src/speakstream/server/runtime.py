@@ -12,7 +12,7 @@ import itertools
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from speakstream.config import ServerConfig
@@ -24,6 +24,7 @@ from speakstream.scheduler import Job, Scheduler
 from speakstream.scheduler.cache import AudioCache
 from speakstream.server.metrics import Metrics
 from speakstream.server.reply import Reply, ReplySettings
+from speakstream.server.tracing import Tracing
 from speakstream.types import AudioPiece
 
 log = logging.getLogger("speakstream.server")
@@ -49,6 +50,9 @@ class Runtime:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.instance: str | None = None
         """Which replica this is, where there are several (``/ping`` says it)."""
+        self.metrics.ready.set_function(lambda: float(self.ready and self.healthy))
+        self.tracing = Tracing.from_env()
+        """Traces per reply, when the ``OTEL_*`` variables ask for them."""
 
     @property
     def ready(self) -> bool:
@@ -80,10 +84,12 @@ class Runtime:
             preempt=self.config.preempt,
             on_done=self._on_piece,
             cache=AudioCache(self.config.cache_mb << 20) if self.config.cache_mb > 0 else None,
+            max_load=self.config.max_load or None,
         )
         await scheduler.start()
         if scheduler.cache is not None:
             self.metrics.watch_cache(scheduler.cache.stats)
+        self.metrics.watch_capacity(scheduler.reading, lambda: scheduler.admission.refused)
         self.engine, self.scheduler = engine, scheduler
         self.ready_at = time.perf_counter()
         log.info("engine ready on %s in %.1f s", engine.device, self.ready_at - started)
@@ -116,6 +122,7 @@ class Runtime:
         await asyncio.gather(*(s.shutdown(reason) for s in list(self.sessions)), return_exceptions=True)
         if self.scheduler is not None:
             await self.scheduler.stop()
+        await asyncio.to_thread(self.tracing.shutdown)  # the spans batched so far are exported
 
     def open_session(self, session: Closable) -> bool:
         """Count a WebSocket session in, unless the server holds its maximum (False). Call it
@@ -141,17 +148,30 @@ class Runtime:
     def new_id(self, prefix: str) -> str:
         return f"{prefix}-{next(self._ids)}-{uuid.uuid4().hex[:8]}"
 
-    def reply(self, session_id: str, request_id: str | None, settings: ReplySettings, client: str = "") -> Reply:
+    def reply(
+        self,
+        session_id: str,
+        request_id: str | None,
+        settings: ReplySettings,
+        client: str = "",
+        *,
+        route: str = "",
+        headers: Mapping[str, str] | None = None,
+    ) -> Reply:
+        """A reply of this server's settings; ``route`` and ``headers`` (a ``traceparent``) start its trace."""
+        request_id = request_id or self.new_id("req")
         return Reply(
             self.require_scheduler(),
             session_id=session_id,
-            request_id=request_id or self.new_id("req"),
+            request_id=request_id,
             settings=settings,
             policy=self.config.policy,
             lookahead=self.config.lookahead,
             max_text_chars=self.config.max_text_chars,
             max_audio_s=self.config.max_audio_s,
             client=client,
+            admission_wait_s=self.config.overload_wait_s if self.config.overload == "queue" else 0.0,
+            trace=self.tracing.reply(request_id, route or session_id.split("-")[0], headers),
         )
 
     @property
@@ -188,5 +208,8 @@ class Runtime:
             if job.cached is None:  # a cached chunk took no engine time
                 self.metrics.rtf.observe(piece.timings.inference_s / piece.duration_s)
             self.metrics.audio_seconds.inc(piece.duration_s)
+        if job.gap_s > 0:
+            self.metrics.gaps.inc()
+            self.metrics.gap_seconds.inc(job.gap_s)
         if self.scheduler is not None:
             self.metrics.queued_chunks.set(self.scheduler.queued)

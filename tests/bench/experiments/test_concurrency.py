@@ -14,7 +14,7 @@ from speakstream.scheduler import Scheduler
 
 
 def _session(ttfa_ms: float, audio_s: float = 10.0) -> dict[str, Any]:
-    return {"ttfa_ms": ttfa_ms, "stall_ms": 0.0, "audio_s": audio_s}
+    return {"ttfa_ms": ttfa_ms, "stall_ms": 0.0, "stalls": 0, "audio_s": audio_s}
 
 
 def test_a_level_pools_the_sessions_of_all_its_runs() -> None:
@@ -23,10 +23,22 @@ def test_a_level_pools_the_sessions_of_all_its_runs() -> None:
         concurrency.Run([_session(600), _session(800)], 10.0, 0.5),
     ]
     level = concurrency._pooled(2, runs)
-    assert level["runs"] == 2 and level["errors"] == 1
+    assert level["runs"] == 2 and level["errors"] == 1 and level["refused"] == 0
     assert level["ttfa_ms"]["n"] == 3 and level["ttfa_ms"]["max"] == 800
     assert level["throughput"] == 2.0  # 30 audio seconds in 15 wall seconds
     assert level["first_windows_ms"] == 400.0  # the mean of the runs' first windows' engine time per lane
+
+
+def test_a_level_counts_gaps_refusals_and_waits_apart_from_errors() -> None:
+    """A reply refused for capacity is no error, and a reply that waited for room counts as
+    delayed; gaps are averaged over the admitted replies only."""
+    waited = {**_session(900), "stalls": 2, "waited_s": 1.5}
+    runs = [concurrency.Run([_session(400), {"refused": True}, waited, None], 10.0)]
+    level = concurrency._pooled(4, runs)
+    assert (level["errors"], level["refused"], level["delayed"]) == (1, 1, 1)
+    assert level["gaps"] == 1.0 and level["ttfa_ms"]["n"] == 2
+    row = concurrency._rows({"priority": [level]}, bound=False)[0]
+    assert "1 / 1" in row and 1.0 in row
 
 
 def _result(runs: int | None, first_windows_s: float | None = None) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from speakstream.bench.experiments import (
     formats,
     isolated,
     languages,
+    loaded,
     peers,
     precision,
     stalls,
@@ -37,6 +38,7 @@ EXPERIMENTS: dict[str, ModuleType] = {
         formats,
         cache,
         concurrency,
+        loaded,
         peers,
         dialects,
     )

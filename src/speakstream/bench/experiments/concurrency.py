@@ -1,6 +1,8 @@
 """Concurrency: N sessions speaking at once, with and without the first-chunk priority; then N
 sessions arriving one after another while the others speak, with and without preemption (a
-first window pausing the window running)."""
+first window pausing the window running). Each admitted listener is played in real time from its
+first audio and its gaps counted; a reply the server refuses for capacity, or makes wait for
+room, is counted too."""
 
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ class Run:
     """One run of a level."""
 
     sessions: list[dict[str, Any] | None]
-    """Each session's playback (None: refused or failed)."""
+    """Each session's playback (None: failed; ``{"refused": True}``: refused for capacity)."""
     wall_s: float
     first_windows_s: float | None = None
     """The engine's seconds on the run's first windows (phonemes, front and decoder), divided by
@@ -83,10 +85,16 @@ async def _one_run(ctx: BenchContext, sessions: int, text: str, stagger_s: float
         await asyncio.sleep(i * stagger_s)
         try:
             async with SpeechSession(ctx.ws_url) as session:
-                _, playback = await speak_timed(session, text, **options)
-                return playback.to_dict()
+                result, playback = await speak_timed(session, text, **options)
         except SpeakstreamError:
             return None
+        final = result.final or {}
+        if final.get("code") == "overloaded":
+            return {"refused": True}
+        if final.get("type") != "synthesis_complete":
+            return None
+        waited = float(final.get("timings", {}).get("admission_wait_s", 0.0))
+        return {**playback.to_dict(), "waited_s": waited}
 
     loop = asyncio.get_running_loop()
     engine_s, started = _first_window_seconds(ctx), loop.time()
@@ -106,12 +114,16 @@ def _first_window_seconds(ctx: BenchContext) -> float | None:
 
 
 def _pooled(sessions: int, runs: list[Run]) -> dict[str, Any]:
-    ok = [r for run in runs for r in run.sessions if r is not None]
+    every = [r for run in runs for r in run.sessions]
+    ok = [r for r in every if r is not None and not r.get("refused")]
     firsts = [run.first_windows_s for run in runs if run.first_windows_s is not None]
     return {
         "sessions": sessions,
         "runs": len(runs),
-        "errors": sessions * len(runs) - len(ok),
+        "errors": sum(1 for r in every if r is None),
+        "refused": sum(1 for r in every if r is not None and r.get("refused")),
+        "delayed": sum(1 for r in ok if r.get("waited_s", 0.0) > 0.05),
+        "gaps": round(sum(r["stalls"] for r in ok) / max(1, len(ok)), 2),
         "ttfa_ms": summary([r["ttfa_ms"] for r in ok]),
         "stall_ms": summary([r["stall_ms"] for r in ok]),
         "throughput": round(sum(r["audio_s"] for r in ok) / sum(run.wall_s for run in runs), 3),
@@ -120,7 +132,7 @@ def _pooled(sessions: int, runs: list[Run]) -> dict[str, Any]:
 
 
 async def run(ctx: BenchContext) -> dict[str, Any]:
-    levels = (1, 2, 4) if ctx.quick else (1, 2, 4, 8)
+    levels = (1, 2, 4) if ctx.quick else (1, 2, 4, 8, 16)
     text = replies()["greeting"]["text"] if ctx.quick else bench_text()
     modes = {"priority": True, "no priority": False}
     rounds, pooled = ctx.trials(ROUNDS, 1), ctx.trials(POOLED, 0)
@@ -128,7 +140,7 @@ async def run(ctx: BenchContext) -> dict[str, Any]:
     staggered: dict[str, list[dict[str, Any]]] = {}
     if ctx.runtime is not None:  # arrivals are compared through our own runtime only
         modes = {"preempt": True, "no preempt": False}
-        arrivals = (4,) if ctx.quick else (2, 4, 8)
+        arrivals = (4,) if ctx.quick else (2, 4, 8, 16)
         staggered = await _sweep(  # one run a level swung from 180 to 670 ms at 4 sessions
             ctx,
             text,
@@ -177,7 +189,17 @@ async def _sweep(
     return {mode: [_pooled(level, runs[mode, level]) for level in levels] for mode in values}
 
 
-HEADERS = ["scheduler", "sessions", "first audio p50 ms", "p95 ms", "stall ms (mean)", "audio s per wall s", "errors"]
+HEADERS = [
+    "scheduler",
+    "sessions",
+    "first audio p50 ms",
+    "p95 ms",
+    "gaps a reply",
+    "stall ms (mean)",
+    "audio s per wall s",
+    "refused / delayed",
+    "errors",
+]
 SPREAD = (
     "; a level's runs are spread evenly over the sweep, so every level samples the same stretch of the machine's time"
 )
@@ -247,8 +269,10 @@ def _rows(modes: dict[str, list[dict[str, Any]]], bound: bool) -> list[list[Any]
             r["ttfa_ms"].get("p50"),
             r["ttfa_ms"].get("p95"),
             *([r.get("first_windows_ms")] if bound else []),
+            r.get("gaps", "?"),
             r["stall_ms"].get("mean"),
             r["throughput"],
+            f"{r.get('refused', 0)} / {r.get('delayed', 0)}",
             r["errors"],
         ]
         for mode, levels in modes.items()

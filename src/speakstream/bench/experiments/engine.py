@@ -15,9 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 
 from speakstream.bench.context import BenchContext
+from speakstream.bench.process import ServerProcess
 from speakstream.bench.stats import ratio, summary
 from speakstream.bench.tables import table
 from speakstream.data import bench_text
@@ -58,7 +60,7 @@ async def run(ctx: BenchContext) -> dict[str, Any]:
         chosen = texts(ctx.quick)
         timings = await asyncio.to_thread(_measure, engines, chosen, ctx.trials(5, 1), ctx.say)
         longest = list(chosen.values())[-1]
-        probes = ("speakstream", "speakstream (int8 graph)", "kokoro-onnx")
+        probes = (SERVER, "speakstream engine", "speakstream engine (int8 graph)", "kokoro-onnx")
         memory = {name: await asyncio.to_thread(_peak_memory, name, longest) for name in probes}
     return _summarise(timings, memory, chosen)
 
@@ -99,13 +101,29 @@ def _summarise(timings: dict[str, Any], memory: dict[str, float | None], chosen:
     return {"texts": chosen, "rows": rows, "peak_rss_mb": memory}
 
 
+SERVER = "speakstream server (default settings)"
+"""The memory probe of a server as ``speakstream serve`` starts it: two lanes, every decoder it uses."""
+
+
 def _peak_memory(name: str, text: str) -> float | None:
-    """Peak RSS (MB, VmHWM) of a fresh process that loads one engine and speaks ``text``."""
+    """Peak RSS (MB, VmHWM) of a fresh process that loads one engine (or a whole server, asked
+    over HTTP) and speaks ``text``."""
+    if name == SERVER:
+        return _server_peak(text)
     code = "import sys\nfrom speakstream.bench.experiments.engine import _probe\n_probe(sys.argv[1], sys.argv[2])\n"
     result = subprocess.run([sys.executable, "-c", code, name, text], capture_output=True, text=True, timeout=300)
     if result.returncode != 0:
         return None
     return round(float(result.stdout.strip().splitlines()[-1]), 1)
+
+
+def _server_peak(text: str) -> float | None:
+    with ServerProcess() as server:
+        body = {"model": "kokoro", "input": text, "voice": "af_heart", "response_format": "pcm"}
+        response = httpx.post(f"{server.url}/v1/audio/speech", json=body, timeout=300)
+        if response.status_code != 200 or not response.content:
+            return None
+        return round(server.peak_rss_mb(), 1)
 
 
 def _probe(name: str, text: str) -> None:
@@ -114,7 +132,7 @@ def _probe(name: str, text: str) -> None:
     from speakstream.engine.model.assets import locate
 
     if name.startswith("speakstream"):
-        graph = "timed" if "int8" in name else "fast"
+        graph = "timed" if "int8" in name else "fast"  # the engine used directly: no scheduler
         KokoroEngine(EngineConfig(graph=graph)).synthesize(text, voice="af_heart")
     else:
         with tempfile.TemporaryDirectory() as tmp:
@@ -135,5 +153,5 @@ def markdown(result: dict[str, Any]) -> str:
             [label, "**speed-up (kokoro-onnx / speakstream, p50)**", f"**{by_engine['speedup']}x**", "", "", "", ""]
         )
     headers = ["text", "engine", "time to audio p50 ms", "mean ms", "trials", "audio s", "RTF"]
-    memory = table(["engine (own process, longest text)", "peak RSS MB"], list(result["peak_rss_mb"].items()))
+    memory = table(["own process, longest text", "peak RSS MB"], list(result["peak_rss_mb"].items()))
     return table(headers, rows) + "\n" + memory

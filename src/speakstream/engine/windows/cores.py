@@ -19,6 +19,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from speakstream.engine.cancel import CancelToken, SynthesisCancelled
+from speakstream.engine.model.weights import shrink_after
 from speakstream.errors import EngineError
 
 T = TypeVar("T")
@@ -100,12 +101,14 @@ def run(
     expected_s: float | None = None,
     *,
     shared: bool = False,
+    shrink: bool = False,
 ) -> tuple[list[Any], float]:
     """The outputs, and the seconds the inference that completed took. A cancel stops it (ONNX
     Runtime's terminate flag) with ``SynthesisCancelled``; a pause stops it too, then it waits
     for its turn and runs again from the start. ``expected_s``: how long it should take (what
     the scheduler weighs before pausing it). ``session``: an ONNX Runtime session, or ``Copies``
-    (the copy is chosen as each try starts, so a paused inference holds none while it waits)."""
+    (the copy is chosen as each try starts, so a paused inference holds none while it waits).
+    ``shrink``: give the shared arena's free memory back when it ends (``weights.shrink_after``)."""
 
     def attempt(options: Any) -> tuple[list[Any], float]:
         lane = session.take(shared=shared) if isinstance(session, Copies) else contextlib.nullcontext(session)
@@ -113,7 +116,7 @@ def run(
         with lane as chosen:
             return chosen.run(outputs, feed, options), time.perf_counter() - started
 
-    return _until_done(attempt, cancel, expected_s)
+    return _until_done(attempt, cancel, expected_s, shrink)
 
 
 def run_pair(
@@ -124,6 +127,7 @@ def run_pair(
     expected_s: float | None = None,
     *,
     shared: bool = False,
+    shrink: bool = False,
 ) -> tuple[tuple[list[Any], list[Any]], float | None]:
     """Both feeds' outputs, and the seconds the two took at once (None when they could not run at
     once: then each ran as ``run`` runs it, one after the other). A cancel or pause stops both, as
@@ -134,15 +138,17 @@ def run_pair(
         with copies.take_pair(shared=shared) as pair:
             return None if pair is None else (_both(pair, outputs, feeds, options), time.perf_counter() - started)
 
-    together = _until_done(attempt, cancel, expected_s)
+    together = _until_done(attempt, cancel, expected_s, shrink)
     if together is not None:
         return together
     first, _ = run(copies, outputs, feeds[0], cancel, expected_s, shared=shared)
-    second, _ = run(copies, outputs, feeds[1], cancel, expected_s, shared=shared)
+    second, _ = run(copies, outputs, feeds[1], cancel, expected_s, shared=shared, shrink=shrink)
     return (first, second), None
 
 
-def _until_done(attempt: Callable[[Any], T], cancel: CancelToken | None, expected_s: float | None) -> T:
+def _until_done(
+    attempt: Callable[[Any], T], cancel: CancelToken | None, expected_s: float | None, shrink: bool = False
+) -> T:
     """``attempt(options)``, which a cancel or a pause stops through ``options``' terminate flag:
     after a pause it waits for its turn and is tried again from the start; a cancel raises
     ``SynthesisCancelled``, any other failure ``EngineError``."""
@@ -150,6 +156,8 @@ def _until_done(attempt: Callable[[Any], T], cancel: CancelToken | None, expecte
 
     while True:
         options = ort.RunOptions()
+        if shrink:
+            shrink_after(options)
         stopped = threading.Event()
         if cancel is not None:
             cancel.wait_turn()

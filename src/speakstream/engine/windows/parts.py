@@ -4,8 +4,8 @@ before traffic. Running them is the front's and the runner's work, not this modu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 
 from speakstream.engine.model.assets import Assets
 from speakstream.engine.model.graph import decoder_feed, front_feed
+from speakstream.engine.model.weights import SharedWeights, release_memory, share_arena, shrink_after
 from speakstream.engine.windows.cores import Copies, Cores
 
 WARM_RUNS = 2
@@ -35,11 +36,14 @@ class SplitModel:
         rate: float,
         providers: list[str],
         crowded_decoder_name: str | None = None,
+        weights: SharedWeights | None = None,
     ) -> None:
         self.cores, self.front, self.decoder = cores, front, decoder
         self.crowded = crowded
         """The decoder of a crowded opening (None: ``decoder``)."""
         self.crowded_decoder_name = crowded_decoder_name
+        self.weights = weights
+        """The weights every session reads in place (held as long as the sessions are)."""
         self.harmonics, self.rate, self.providers = harmonics, rate, providers
         self.narrow_count = len(decoder.every) - 1
         self.warmed = False
@@ -49,38 +53,53 @@ class SplitModel:
     def load(
         cls,
         assets: Assets,
-        options: Any,
+        options: Callable[[], Any],
         providers: list[str],
         *,
-        narrow: tuple[Any, int] | None = None,
+        narrow: tuple[Callable[[], Any], int] | None = None,
         decoder: str = "mixed",
         crowded_decoder: str | None = None,
+        share_weights: bool = True,
     ) -> SplitModel:
-        """The parts from ``assets``. ``narrow``: (session options with a share of the cores, how
-        many copies); ``decoder``: which decoder part (``Assets.decoder``); ``crowded_decoder``:
-        the part for a crowded opening (None: none beside ``decoder``)."""
+        """The parts from ``assets``. ``options``: fresh session options for a wide copy;
+        ``narrow``: (the same for a copy with a share of the cores, how many copies); ``decoder``:
+        which decoder part (``Assets.decoder``); ``crowded_decoder``: the part for a crowded
+        opening (None: none beside ``decoder``). ``share_weights`` (on a CPU): every copy of every
+        part reads one set of weights and one activation arena (``weights``)."""
         import onnxruntime as ort
 
-        narrow_options, count = narrow or (None, 0)
+        narrow_options, count = narrow or (options, 0)
         cores = Cores()
+        names = {"front": assets.split("front"), decoder: assets.decoder(decoder)}
+        if crowded_decoder is not None:
+            names[crowded_decoder] = assets.decoder(crowded_decoder)
+        on_cpu = providers[0] == "CPUExecutionProvider"
+        shared = SharedWeights.for_parts(assets.derived_dir, names) if share_weights and on_cpu else None
+        if shared is not None:
+            share_arena()
+            release_memory()
 
-        def copies(path: Path) -> Copies:
-            def session(part_options: Any) -> Any:
-                return ort.InferenceSession(str(path), part_options, providers=providers)
+        def copies(part: str) -> Copies:
+            def session(part_options: Any, *, wide: bool = False) -> Any:
+                if shared is None:
+                    return ort.InferenceSession(str(names[part]), part_options, providers=providers)
+                prepack = wide and part != crowded_decoder  # a reply alone: its first audio waits on these
+                return shared.session(part, part_options, providers, prepack=prepack)
 
-            return cores.copies(session(options), [session(narrow_options) for _ in range(count)])
+            return cores.copies(session(options(), wide=True), [session(narrow_options()) for _ in range(count)])
 
-        main = copies(assets.decoder(decoder))
+        main = copies(decoder)
         meta = main.wide.get_modelmeta().custom_metadata_map
         return cls(
             cores,
-            copies(assets.split("front")),
+            copies("front"),
             main,
-            None if crowded_decoder is None else copies(assets.decoder(crowded_decoder)),
+            None if crowded_decoder is None else copies(crowded_decoder),
             harmonics=np.array([float(h) for h in meta["sine_harmonics"].split(",")]),
             rate=float(meta["sine_rate"]),
             providers=main.wide.get_providers(),
             crowded_decoder_name=crowded_decoder,
+            weights=shared,
         )
 
     @property
@@ -116,8 +135,12 @@ class SplitModel:
 def _each(pool: ThreadPoolExecutor, copies: Copies, outputs: list[str] | None, feed: Any) -> Any:
     """Every copy of a part run on ``feed``: the wide one, then the narrow ones at once; the wide
     one's outputs."""
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    shrink_after(options)
     wide, *narrow = copies.every
-    outputs_of = wide.run(outputs, feed)
-    for _ in pool.map(lambda copy: copy.run(outputs, feed), narrow):
+    outputs_of = wide.run(outputs, feed, options)
+    for _ in pool.map(lambda copy: copy.run(outputs, feed, options), narrow):
         pass
     return outputs_of

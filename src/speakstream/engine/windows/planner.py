@@ -134,31 +134,57 @@ def pair_ready(now: Situation) -> bool:
     return now.pair_free and now.alone and now.load.replies <= 1
 
 
+def turn_s(now: Situation) -> float:
+    """Decoder seconds a frame of this reply costs in wall time: its speed where it will run (alone,
+    every core; beside others, a narrow copy), times the replies that take turns per lane."""
+    return frame_s(now) * cycle(now)
+
+
+def frame_s(now: Situation) -> float:
+    """The decoder's seconds a frame where the next window will run."""
+    if now.alone:
+        return max(now.speed.lone_s, 1e-6)
+    return max(now.speed.shared_s or now.speed.recent_s, 1e-6)
+
+
+def cycle(now: Situation) -> float:
+    """Windows that run per lane between two of this reply's: the replies with work, per lane."""
+    return max(1.0, now.load.replies / max(1, now.load.lanes))
+
+
+def throughput(policy: WindowPolicy, speed: Speed, lanes: int) -> float:
+    """Audio seconds a second ``lanes`` make decoding the largest windows at the shared speed (the
+    lone speed with one lane), each with its context between words: an estimate, before the
+    scheduler measures it."""
+    frame = (speed.shared_s or speed.recent_s) if lanes > 1 else speed.lone_s
+    window = policy.budget.most_frames
+    decoded = window + 2 * policy.seams.gap_context_frames
+    return lanes * window * FRAME_S / max(decoded * frame, 1e-9)
+
+
 def frame_budget(policy: WindowPolicy, now: Situation) -> tuple[float | None, str]:
     """Frames the decoder can make before the listener's buffer runs dry (None: no listener), and
-    why. A listener run dry while other replies take turns gets no limit: the engine is short of
-    time for everyone, and the largest window (the least context decoded twice) serves all best.
-    A reply alone on a decoder near real time gets a window it can sustain (``sustained``)."""
-    buffered, load = now.buffered_s, now.load
+    why; raised, when a window that fits would cost more than it plays while the other replies
+    take their turns, to one it can sustain (``sustained``): a smaller one would leave the next
+    with less, and every one after the buffer runs dry is a gap."""
+    buffered = now.buffered_s
     if buffered is None:
         return None, f"no listener: grows {policy.budget.growth}x"
-    if load.playing and buffered <= 0.0 and load.replies > 1:
-        return math.inf, "listener ran dry while other replies wait: the largest"
-    every, lone = max(now.speed.recent_s, 1e-6), max(now.speed.lone_s, 1e-6)
-    frames = buffered / every
-    why = f"{buffered:.2f} s buffered at {1000 * every:.1f} ms a frame"
-    if policy.budget.sustain and now.alone:
-        kept = sustained(policy, frames, lone)
+    speed, turns = frame_s(now), cycle(now)
+    frames = buffered / speed
+    why = f"{buffered:.2f} s buffered at {1000 * speed:.1f} ms a frame"
+    if policy.budget.sustain:
+        kept = sustained(policy, frames, speed * turns)
         if kept != frames:
-            return kept, why + f"; raised to a window it can sustain at {1000 * lone:.1f} ms a frame alone"
+            return kept, why + f"; raised to a window that keeps up, {turns:.1f} replies a lane"
     return frames, why
 
 
 def sustained(policy: WindowPolicy, budget: float, frame_s: float) -> float:
     """``budget``, unless the window it gives would cost more than it plays on a decoder taking
-    ``frame_s`` a decoded frame (context included): then the budget of ``sustain`` times the window
-    whose audio lasts as long as its compute (no limit when the decoder is slower than real time:
-    the largest window loses the least)."""
+    ``frame_s`` a decoded frame in wall time (context included): then the budget of ``sustain``
+    times the window whose audio lasts as long as its compute (no limit when the decoder is slower
+    than real time: the largest window loses the least)."""
     rtf = frame_s / FRAME_S
     if rtf >= 1.0:
         return math.inf
@@ -202,51 +228,72 @@ def window_size(
 
 
 def opening_frames(policy: WindowPolicy, now: Situation, silent_s: float, *, crowded: bool) -> tuple[int, str]:
-    """The opening's size, and why: the fewest frames whose audio covers the windows after it at the
-    decoder's speed alone, or, beside others, at the speed it has shared; a crowded one the
-    shortest that sounds right when that is shorter."""
-    if crowded:
-        size, _ = opening_frames(policy, now, silent_s, crowded=False)
-        frames = min(policy.opening.crowded_frames, size)
-        return frames, f"crowded opening of {frames} frames ({now.load.waiting_first} waiting, {now.load.lanes} lanes)"
-    shared = not now.alone
-    frame_s = now.speed.shared_s if shared else now.speed.opening_s
-    frames = opening_size(policy, frame_s, shared=shared, silent_s=silent_s)
-    where = "shared" if shared else "alone"
-    if frame_s is None:
-        return frames, f"opening of {frames} frames (speed not measured yet)"
-    covered = covers(policy, frames, frame_s, silent_s=silent_s)
-    how = "covers the next windows" if covered else "covers nothing"
-    return frames, f"opening of {frames} frames: {how} at {1000 * frame_s:.1f} ms a frame {where}"
+    """The opening's size, and why: the fewest frames whose audio covers the windows after it, at
+    the speed where they will run, while the other replies take their turns and the openings
+    queued behind it run first; crowded, from the crowded opening up. When none covers, a gap
+    comes whatever it is: then the shortest (beside others, or crowded: everyone waiting waits for
+    each other's openings), or alone the budget's least."""
+    speed = now.speed.shared_s if not now.alone else now.speed.opening_s
+    least = min(policy.opening.crowded_frames, policy.opening.least_frames) if crowded else policy.opening.least_frames
+    what = "crowded opening" if crowded else "opening"
+    if not speed:
+        return least, f"{what} of {least} frames (speed not measured yet)"
+    turns = cycle(now)
+    behind = math.ceil(max(0, now.load.waiting_first - now.load.lanes) / max(1, now.load.lanes)) if crowded else 0
+    fits = (
+        n
+        for n in range(least, policy.opening.longest_frames + 1)
+        if covers(policy, n, speed, turns, behind, silent_s=silent_s)
+    )
+    frames = next(fits, None)
+    where = f"{1000 * speed:.1f} ms a frame, {turns:.1f} replies a lane" + (
+        f", {behind} rounds of openings behind" if behind else ""
+    )
+    if frames is not None:
+        return frames, f"{what} of {frames} frames: covers the next windows at {where}"
+    frames = least if crowded or not now.alone else max(least, policy.budget.least_frames)
+    return frames, f"{what} of {frames} frames: no opening covers at {where}"
 
 
 def opening_size(policy: WindowPolicy, frame_s: float | None, *, shared: bool = False, silent_s: float = 0.0) -> int:
-    """The fewest frames from the least opening up to the budget's least for which each of the
-    windows after it is decoded in time (``covers``) on a decoder taking ``frame_s`` a frame (None:
-    not measured yet). When none does, a gap comes whatever the opening: alone, the budget's least
-    keeps first audio bounded; ``shared`` with other replies, the shortest, since the listeners
-    waiting for first audio wait for each other's openings too."""
-    least = policy.opening.least_frames
-    if not frame_s:
-        return least
-    fits = (n for n in range(least, policy.budget.least_frames) if covers(policy, n, frame_s, silent_s=silent_s))
-    return next(fits, least if shared else max(least, policy.budget.least_frames))
+    """The opening a reply alone (or ``shared`` with one other) gets on a decoder taking ``frame_s``
+    a frame (None: not measured yet): ``opening_frames`` without a load."""
+    load = Load(in_flight=2 if shared else 1, replies=2 if shared else 1, lanes=2 if shared else 1)
+    speed = Speed(frame_s or 0.0, frame_s or 0.0, frame_s, frame_s) if frame_s else Speed(0.0, 0.0)
+    return opening_frames(policy, Situation(speed, load), silent_s, crowded=False)[0]
 
 
 def covers(
-    policy: WindowPolicy, opening: int, frame_s: float, windows: int = COVER_WINDOWS, *, silent_s: float = 0.0
+    policy: WindowPolicy,
+    opening: int,
+    frame_s: float,
+    turns: float = 1.0,
+    behind: int = 0,
+    windows: int = COVER_WINDOWS,
+    *,
+    silent_s: float = 0.0,
 ) -> bool:
     """Whether a reply opened by ``opening`` frames (``silent_s`` of them cut as silence) plays
     without a gap through its next ``windows`` windows on a decoder taking ``frame_s`` a decoded
-    frame, each with its seams inside words (the most context), sized from the buffer as
-    ``window_size`` sizes them, and each decoded within ``cover_share`` of the buffer."""
+    frame, each window sized from the buffer as ``window_size`` sizes it and done within
+    ``cover_share`` of it. ``turns``: replies taking turns per lane, whose windows run between this
+    reply's; ``behind``: rounds of other openings that run before its second window (which then
+    runs first of the second windows). Each window has its seams inside words (the most context)."""
+    context = 2 * policy.seams.context_frames
+    opening_context = policy.seams.lead_context_frames + (policy.opening.context_after_frames or 0)
     buffered, previous = opening * FRAME_S - silent_s, opening
     for index in range(1, windows + 1):
-        frames = window_size(policy, index, previous, opening=True, budget=buffered / frame_s)
-        cost = (frames + 2 * policy.seams.context_frames) * frame_s
-        if cost > buffered * policy.opening.cover_share:
+        frames = window_size(policy, index, previous, opening=True, budget=buffered / (frame_s * turns))
+        own = (frames + context) * frame_s
+        if index > 1:
+            due = own * turns
+        elif behind:
+            due = behind * (opening + opening_context) * frame_s + own
+        else:
+            due = own * turns
+        if due > buffered * policy.opening.cover_share:
             return False
-        buffered, previous = buffered - cost + frames * FRAME_S, frames
+        buffered, previous = buffered - due + frames * FRAME_S, frames
     return True
 
 

@@ -16,7 +16,9 @@ class OpeningPolicy:
     least_frames: int = 16
     """The shortest opening; no cut or moved seam leaves a window or rest shorter either."""
     crowded_frames: int = 8
-    """The opening while more replies wait for their first audio than the engine has lanes."""
+    """The shortest opening while more replies wait for their first audio than the engine has lanes."""
+    longest_frames: int = 48
+    """The longest opening sized to cover the windows after it (past it, none is tried)."""
     cover_share: float = 0.8
     """An opening is long enough when each window after it, simulated at the decoder's speed, is
     decoded within this share of the audio buffered when it starts."""

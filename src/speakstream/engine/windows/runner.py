@@ -65,12 +65,14 @@ class Runner:
         shared: bool,
     ) -> NDArray[np.float32]:
         """The audio ``plan`` adds to ``u``'s stream. ``alone``: nothing else ran as it was planned;
-        ``shared``: the scheduler runs other windows beside it."""
+        ``shared``: the scheduler runs other windows beside it. The utterance's last window gives
+        the activation memory back when it ends (``weights.shrink_after``)."""
         audios: tuple[NDArray[np.float32], ...]
         if len(plan.spans) == 2:
-            audios = self._pair(u, plan.spans, cancel, shared=shared)
+            audios = self._pair(u, plan.spans, cancel, shared=shared, shrink=plan.last)
         else:
-            audios = (self.decode(u, plan.spans[0], cancel, decoder=plan.decoder, alone=alone, shared=shared),)
+            span, last = plan.spans[0], plan.last
+            audios = (self.decode(u, span, cancel, decoder=plan.decoder, alone=alone, shared=shared, shrink=last),)
         crossfade, stop = stitch.crossfade, u.stop_frame
         pieces = []
         for span, audio in zip(plan.spans, audios, strict=True):
@@ -88,19 +90,21 @@ class Runner:
         decoder: str = "main",
         alone: bool = True,
         shared: bool = False,
+        shrink: bool = False,
     ) -> NDArray[np.float32]:
         """Frames ``[span.start, span.end)`` of ``u`` on ``decoder``'s copies; a window of the main
         decoder is measured (another decoder's speed is not its own)."""
         expected_s = self.speed.reading().expected_s(span.frames)
         copies = self.model.decoders(decoder)
-        (audio,), seconds = cores.run(copies, ["audio"], self.feed(u, span), cancel, expected_s, shared=shared)
+        feed = self.feed(u, span)
+        (audio,), seconds = cores.run(copies, ["audio"], feed, cancel, expected_s, shared=shared, shrink=shrink)
         if copies is self.model.decoder:
             still = alone and self.model.cores.running == 0 and not shared
             self.speed.measured(seconds, span.frames, alone=alone, still_alone=still)
         return np.asarray(audio, dtype=np.float32).ravel()
 
     def _pair(
-        self, u: Utterance, spans: tuple[Span, ...], cancel: CancelToken | None, *, shared: bool
+        self, u: Utterance, spans: tuple[Span, ...], cancel: CancelToken | None, *, shared: bool, shrink: bool
     ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
         """Two spans decoded at once on two narrow copies when nothing else runs, else one after the
         other. Neither is measured: the speeds size windows by one inference's, which a pair beats."""
@@ -108,7 +112,7 @@ class Runner:
         expected_s = self.speed.reading().expected_s(max(first.frames, second.frames), narrow=True)
         feeds = (self.feed(u, first), self.feed(u, second))
         ((one,), (two,)), seconds = cores.run_pair(
-            self.model.decoder, ["audio"], feeds, cancel, expected_s, shared=shared
+            self.model.decoder, ["audio"], feeds, cancel, expected_s, shared=shared, shrink=shrink
         )
         self.paired_windows += seconds is not None
         return np.asarray(one, dtype=np.float32).ravel(), np.asarray(two, dtype=np.float32).ravel()

@@ -23,7 +23,7 @@ from speakstream.engine.windows.planner import Chunk, Situation, WindowPlan, pla
 from speakstream.engine.windows.policy import WindowPolicy
 from speakstream.engine.windows.runner import Runner
 from speakstream.engine.windows.speed import Speed
-from speakstream.types import SAMPLE_RATE, AudioPiece, Load, SynthesisTimings, WordTimestamp
+from speakstream.types import SAMPLE_RATE, Attribute, AudioPiece, Load, Step, SynthesisTimings, WordTimestamp
 
 PAUSE = int(WINDOW_PAUSE_S * SAMPLE_RATE)
 
@@ -112,6 +112,8 @@ class ChunkStream:
         self._windows: UtteranceWindows | None = None
         self._index, self._position, self._total = 0, 0, 0
         self._words: tuple[WordTimestamp, ...] = ()
+        self._steps: list[Step] = []
+        """The stages since the last piece, for its ``steps``."""
 
     @property
     def prepared(self) -> bool:
@@ -124,10 +126,13 @@ class ChunkStream:
         started = time.perf_counter()
         parts = self._read()
         self._phonemize_s = time.perf_counter() - started
+        tokens = sum(len(part.tokens) for part in parts)
+        self._steps.append(Step("phonemes", started, started + self._phonemize_s, (("tokens", tokens),)))
         self._clock = WorkClock(self.cancel)
         last = len(parts) - 1
-        self.utterances = [
-            self.runner.front(
+        for i, part in enumerate(parts):
+            begun = time.perf_counter()
+            u = self.runner.front(
                 part,
                 self._style(len(part.tokens)),
                 self.pace,
@@ -136,8 +141,9 @@ class ChunkStream:
                 edges=self.edges,
                 shared=load.sharing,
             )
-            for i, part in enumerate(parts)
-        ]
+            self.utterances.append(u)
+            attributes = (("tokens", len(part.tokens)), ("frames", u.frames), ("shared", load.sharing))
+            self._steps.append(Step("front", begun, time.perf_counter(), attributes))
         self._windows = self._begin(0)
 
     def step(self, load: Load, *, speed: Speed | None = None) -> AudioPiece | None:
@@ -149,8 +155,10 @@ class ChunkStream:
             return None
         if self._index:
             clock.restart()  # a piece's time is its own, not the wait for its turn
+        begun = time.perf_counter()
         samples, plan = windows.next(load, self.cancel, speed=speed)
         self.plans.append(plan)
+        self._steps.append(Step("window", begun, time.perf_counter(), window_attributes(plan)))
         piece = self._piece(samples, self._at, plan.last, clock)
         if windows.done:
             self._at += 1
@@ -189,6 +197,19 @@ class ChunkStream:
             self._words if first else (),
             final and last_utterance,
             SynthesisTimings(self._phonemize_s if first else 0.0, clock.seconds()),
+            steps=tuple(self._steps),
         )
+        self._steps.clear()
         self._index, self._position = self._index + 1, self._position + len(samples)
         return piece
+
+
+def window_attributes(plan: WindowPlan) -> tuple[tuple[str, Attribute], ...]:
+    """What a trace says of a window: its frames, size as planned, decoder, halves and reason."""
+    return (
+        ("frames", plan.frames),
+        ("planned_frames", plan.planned),
+        ("decoder", plan.decoder),
+        ("halves", len(plan.spans)),
+        ("reason", plan.reason),
+    )

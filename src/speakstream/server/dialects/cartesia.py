@@ -218,9 +218,16 @@ async def bytes_endpoint(request: Request) -> Response:
         options, bitrate = _options(data, runtime.config.mapped_voice, http=True)
         settings = replace(runtime.settings(options), bitrate=bitrate)
         check_readable(runtime.require_scheduler(), settings, text)
-        reply = runtime.reply(runtime.new_id("cartesia"), None, settings, client_of(request.scope))
+        reply = runtime.reply(
+            runtime.new_id("cartesia"),
+            None,
+            settings,
+            client_of(request.scope),
+            route="cartesia",
+            headers=request.headers,
+        )
         await reply.speak(text)
-        reply.admit()
+        await reply.admitted()
     except SpeakstreamError as exc:
         runtime.error(exc)
         body = {"error": exc.message, "error_code": exc.code, "title": exc.code.replace("_", " ")}

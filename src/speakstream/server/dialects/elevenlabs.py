@@ -226,7 +226,7 @@ async def _admitted(request: Request, runtime: Runtime) -> Reply | Response:
     """The request's reply, admitted at the scheduler, or the error response."""
     try:
         reply = await _reply(request, runtime)
-        reply.admit()
+        await reply.admitted()
     except SpeakstreamError as exc:
         return _error_response(exc, runtime)
     runtime.metrics.requests.labels("elevenlabs").inc()
@@ -247,7 +247,14 @@ async def _reply(request: Request, runtime: Runtime) -> Reply:
     )
     settings = replace(runtime.settings(options), bitrate=bitrate)
     check_readable(runtime.require_scheduler(), settings, text)
-    reply = runtime.reply(runtime.new_id("elevenlabs"), None, settings, client_of(request.scope))
+    reply = runtime.reply(
+        runtime.new_id("elevenlabs"),
+        None,
+        settings,
+        client_of(request.scope),
+        route="elevenlabs",
+        headers=request.headers,
+    )
     await reply.speak(text)
     return reply
 
