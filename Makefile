@@ -22,6 +22,10 @@ $(VENV)/.dev: pyproject.toml | $(BIN)/python
 	$(PIP) install -e '.[dev]'
 	@touch $@ $(VENV)/.runtime
 
+# Prometheus's promtool, for the alerting rules' checks (deploy/prometheus).
+$(BIN)/promtool: | $(BIN)/python
+	sh deploy/prometheus/get-promtool.sh $@
+
 assets: $(VENV)/.runtime
 	$(BIN)/speakstream assets fetch
 
@@ -36,14 +40,14 @@ lint: $(VENV)/.dev
 typecheck: $(VENV)/.dev
 	$(BIN)/mypy
 
-test: $(VENV)/.dev
+test: $(VENV)/.dev $(BIN)/promtool
 	$(BIN)/speakstream assets fetch
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/pytest
 
 # The inner loop: no model, no ASR, no LLM, no browser (about a minute).
-test-fast: $(VENV)/.dev
+test-fast: $(VENV)/.dev $(BIN)/promtool
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/pytest -q -m "$(FAST)"
 
@@ -60,7 +64,7 @@ fuzz: $(VENV)/.dev
 		tests/text tests/test_protocol.py tests/engine/test_decoding.py tests/engine/test_linear_time.py \
 		tests/server/dialects/test_fuzz.py tests/server/dialects/test_alignment.py || exit 1; done
 
-test-full: $(VENV)/.dev
+test-full: $(VENV)/.dev $(BIN)/promtool
 	$(BIN)/speakstream assets fetch
 	$(BIN)/pytest -m "full or not full"
 

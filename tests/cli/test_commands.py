@@ -66,6 +66,48 @@ def test_bad_speed_is_one_clear_line(fake_server: ThreadedServer, tmp_path: Path
     assert result.returncode == 2 and "invalid_speed" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "code", "hint"),
+    [
+        (("",), "empty_text", "nothing speakable"),
+        (("   ",), "empty_text", "nothing speakable"),
+        (("Hi.", "--speed", "9"), "invalid_speed", "between"),
+    ],
+)
+def test_say_refuses_what_the_server_refuses_before_any_work(
+    tmp_path: Path, args: tuple[str, ...], code: str, hint: str
+) -> None:
+    """The same codes and hints as the server, a non-zero exit, and no file left behind."""
+    out = tmp_path / "out.wav"
+    result = speakstream("say", *args, "-o", str(out), "--model-dir", str(tmp_path / "none"))
+    assert result.returncode == 2 and f"[{code}]" in result.stderr and hint in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and not list(tmp_path.iterdir())
+
+
+def test_say_names_the_formats_when_the_extension_is_none_of_them(tmp_path: Path) -> None:
+    result = speakstream("say", "Hi.", "-o", str(tmp_path / "out.xyz"))
+    assert result.returncode == 2 and "[invalid_format]" in result.stderr and ".mp3" in result.stderr
+    assert "--format" in result.stderr and not list(tmp_path.iterdir())
+    result = speakstream("say", "Hi.", "-o", str(tmp_path / "out.xyz"), "--format", "nope")
+    assert result.returncode == 2 and "[invalid_format]" in result.stderr and "mp3" in result.stderr
+
+
+def test_say_through_a_server_names_an_unknown_voice_and_the_closest(
+    fake_server: ThreadedServer, tmp_path: Path
+) -> None:
+    result = speakstream("say", "Hi.", "-o", str(tmp_path / "x.wav"), "--server", fake_server.url, "--voice", "af_hart")
+    assert result.returncode == 2 and "unknown_voice" in result.stderr and "af_heart" in result.stderr
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.model
+def test_say_names_an_unknown_voice_and_the_closest_ones(tmp_path: Path) -> None:
+    for voice, close in (("nobody", "unknown voice 'nobody'"), ("heart", "af_heart")):
+        result = speakstream("say", "Hi.", "-o", str(tmp_path / "x.wav"), "--voice", voice)
+        assert result.returncode == 2 and "[unknown_voice]" in result.stderr and close in result.stderr
+        assert "speakstream voices" in result.stderr and not list(tmp_path.iterdir())
+
+
 def test_agent_chat_without_a_sound_device_writes_files(fake_server: ThreadedServer, tmp_path: Path) -> None:
     result = speakstream(
         "agent",

@@ -42,3 +42,13 @@ def test_catalogue() -> None:
     assert (info.language, info.gender, info.british) == ("en-gb", "male", True)
     assert voice_info("zf_xiaobei").language == "zh"
     assert bank().info("af_bella:1,bm_george:2").name == "bm_george"
+
+
+def test_an_unknown_voice_is_named_with_the_closest_ones() -> None:
+    """A newcomer's ``nobody`` or ``heart`` or ``af_hart`` is told which voices come closest."""
+    for spec, close in (("af_hart", "af_heart"), ("heart", "af_heart"), ("af_heart:0.5,bela", "af_bella")):
+        with pytest.raises(UnknownVoice) as caught:
+            bank().parse(spec)
+        assert close in caught.value.message and "speakstream voices" in caught.value.message
+    with pytest.raises(UnknownVoice, match="unknown voice 'nobody'"):
+        bank().parse("nobody")

@@ -8,6 +8,7 @@ reads that language instead of its own (see ``languages``).
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,8 @@ VOICE_ALIASES = {
 """OpenAI's voice names and the Kokoro voices that stand in for them."""
 _SPEC_PART = re.compile(r"\s*([a-z]{2}_[a-z0-9]{1,40})\s*(?::\s*([0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})\s*)?")
 """One voice of a spec: a name and an optional weight (no two ways to read a digit: linear time)."""
+_NAME_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,40}")
+"""A part of a spec that is a name, if not a voice's: told the closest voices."""
 MAX_SPEC_CHARS = 400
 """A voice spec's longest form (``MAX_BLEND`` voices, each with a weight, fit with room to spare)."""
 
@@ -156,15 +159,26 @@ class VoiceBank:
         for part in parts:
             match = _SPEC_PART.fullmatch(part)
             if not match:
+                name = part.split(":")[0].strip()
+                if _NAME_LIKE.fullmatch(name) and name not in self._voices:
+                    raise UnknownVoice(self._unknown(name))
                 raise UnknownVoice(f"cannot read voice {part.strip()[:40]!r}; use name or name:weight")
             name, weight = match.group(1), float(match.group(2) or 1.0)
             if name not in self._voices:
-                raise UnknownVoice(f"unknown voice {name!r}; see GET /v1/audio/voices")
+                raise UnknownVoice(self._unknown(name))
             parsed.append((name, weight))
         total = sum(w for _, w in parsed)
         if total <= 0:
             raise UnknownVoice("blend weights must add up to more than zero")
         return sorted(((n, w / total) for n, w in parsed), key=lambda nw: -nw[1])
+
+    def _unknown(self, name: str) -> str:
+        """Why ``name`` is not a voice, with the closest names (by spelling, or its bare name)."""
+        bare = {n.split("_", 1)[1]: n for n in self._voices}
+        close = difflib.get_close_matches(name, self.names, n=3, cutoff=0.5)
+        close += [bare[m] for m in difflib.get_close_matches(name, list(bare), n=3, cutoff=0.6) if bare[m] not in close]
+        hint = f"; closest: {', '.join(close[:3])}" if close else ""
+        return f"unknown voice {name[:40]!r}{hint}; list them with `speakstream voices` or GET /v1/audio/voices"
 
     def style(self, spec: str, tokens: int) -> NDArray[np.float32]:
         """The [1, 256] style row for an utterance of ``tokens`` phoneme tokens."""

@@ -41,7 +41,7 @@ def test_cli_reports_one_line_not_a_traceback(tmp_path: Path) -> None:
         text=True,
     )
     assert result.returncode == 2
-    assert result.stderr.startswith("error: Kokoro assets missing") and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error [missing_asset]: Kokoro assets missing") and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
 
