@@ -277,3 +277,25 @@ async def test_the_runtime_is_ready_only_once_its_engine_is_warm() -> None:
         assert runtime.ready and warmed == ["bf_emma"]
     finally:
         await runtime.stop()
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/invocations", {"text": "Doomed text."}),
+        ("/v1/audio/speech", {"model": "kokoro", "input": "Doomed text.", "voice": "af_heart"}),
+        ("/v1/text-to-speech/af_heart/stream", {"text": "Doomed text."}),
+        ("/tts/bytes", {"transcript": "Doomed text.", "voice": {"mode": "id", "id": "af_heart"}}),
+    ],
+)
+def test_a_reply_that_fails_before_its_first_audio_is_an_http_error_not_an_empty_200(
+    path: str, body: dict[str, object]
+) -> None:
+    server = start_server(FakeEngine(seconds_per_char=0.0005, fail_when=lambda text: "Doomed" in text))
+    try:
+        failed = httpx.post(f"{server.url}{path}", json=body, timeout=30)
+        served = httpx.post(f"{server.url}{path}", json=json.loads(json.dumps(body).replace("Doomed", "Fine")), timeout=30)
+    finally:
+        server.stop()
+    assert failed.status_code >= 400 and "engine_error" in failed.text, (failed.status_code, failed.text[:200])
+    assert served.status_code == 200 and served.content

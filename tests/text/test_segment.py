@@ -1,6 +1,7 @@
 import pytest
 
 from speakstream.data import segmentation_cases
+from speakstream.text import ChunkPolicy, chunk_text
 from speakstream.text.segment import split_sentences
 
 
@@ -82,3 +83,24 @@ def test_a_long_blank_gap_ends_a_sentence() -> None:
     """Past 64 blank characters the next word is not looked for: the sentence has ended."""
     assert texts("Done." + " " * 10 + "then more.") == ["Done." + " " * 10 + "then more."]
     assert texts("Done." + " " * 100 + "then more.") == ["Done.", "then more."]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Look at No. 12 in the list. Then call us.",
+        "It was built ca. 1900 by hand. Then it burned.",
+        "The sale ends Jan. 15 at noon. Come early.",
+        "Apply it max. 3 times a day. Then rest.",
+        "See Eq. 4 and Pt. 2 of the paper. Then ask.",
+        "Vea la pág. 12 del libro. Luego hablamos.",  # es
+        "Es el núm. 3 de la lista. Luego sigue.",
+        "Voir le chap. 2 et la p. 7. Puis on parle.",  # fr
+        "Vedi la pag. 5 e il n. 4. Poi parliamo.",  # it
+        "Veja a pág. 9 do cap. 3. Depois falamos.",  # pt
+    ],
+)
+def test_an_abbreviation_before_a_number_is_not_a_sentence_end(text: str) -> None:
+    sentences = split_sentences(text)
+    assert len(sentences) == 2, [s.text for s in sentences]
+    assert chunk_text(text, ChunkPolicy(first_clause=False, schedule=()))[0] == sentences[0].text  # the chunker too

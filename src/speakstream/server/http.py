@@ -15,7 +15,7 @@ import base64
 import json
 import logging
 import math
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from starlette.requests import Request
@@ -26,7 +26,7 @@ from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput, SpeakstreamError, UnsupportedMediaType
 from speakstream.protocol import Options, sse_event
 from speakstream.scheduler import Scheduler
-from speakstream.server.reply import Reply, check_readable
+from speakstream.server.reply import ChunkOut, Reply, check_readable
 from speakstream.server.runtime import Runtime
 from speakstream.server.security import TOKEN_TTL_S, client_of, issue_token
 
@@ -176,7 +176,7 @@ async def invocations(request: Request) -> Response:
     if "text/event-stream" in request.headers.get("accept", ""):
         return streaming(sse_stream(reply, runtime), runtime, media_type="text/event-stream", headers=headers)
     headers["X-Sample-Rate"] = str(reply.sample_rate)
-    return streaming(audio_stream(reply, runtime, "http"), runtime, media_type=reply.fmt.mime_type, headers=headers)
+    return await audio_response(reply, runtime, "http", media_type=reply.fmt.mime_type, headers=headers)
 
 
 async def _invocation_reply(request: Request, runtime: Runtime) -> Reply:
@@ -218,10 +218,31 @@ def _request_id(data: dict[str, Any]) -> str | None:
     return str(value)[:128] if value else None
 
 
-async def audio_stream(reply: Reply, runtime: Runtime, transport: str) -> AsyncGenerator[bytes, None]:
-    """The encoded audio as it is made. An error after the first byte can only end the stream."""
+async def audio_response(reply: Reply, runtime: Runtime, transport: str, **kwargs: Any) -> Response:
+    """The reply's audio as a streaming response, begun once its first output is made: a reply
+    that fails before any audio (nothing speakable, a language the server cannot read) is an HTTP
+    error with its reason, not a 200 with an empty body."""
+    outputs = reply.outputs()
     try:
-        async for out in reply.outputs():
+        first = await anext(outputs, None)
+    except SpeakstreamError as exc:
+        return error_response(exc, runtime)
+    return streaming(audio_stream(reply, runtime, transport, outputs, first), runtime, **kwargs)
+
+
+async def audio_stream(
+    reply: Reply,
+    runtime: Runtime,
+    transport: str,
+    outputs: AsyncIterator[ChunkOut] | None = None,
+    first: ChunkOut | None = None,
+) -> AsyncGenerator[bytes, None]:
+    """The encoded audio as it is made (after ``first``, when the caller took it from ``outputs``).
+    An error after the first byte can only end the stream."""
+    try:
+        if first is not None and first.data:
+            yield first.data
+        async for out in outputs if outputs is not None else reply.outputs():
             if out.data:
                 yield out.data
     except SpeakstreamError as exc:

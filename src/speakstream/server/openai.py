@@ -21,7 +21,7 @@ from speakstream.engine.voices import VOICE_ALIASES, by_language
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import Options, sse_event
 from speakstream.server.http import (
-    audio_stream,
+    audio_response,
     error_response,
     json_body,
     runtime_of,
@@ -49,7 +49,7 @@ async def speech(request: Request) -> Response:
     headers = {"X-Request-Id": reply.request_id, **trace_header(reply)}
     if stream_format == "sse":
         return streaming(_sse(reply, runtime), runtime, media_type="text/event-stream", headers=headers)
-    return streaming(audio_stream(reply, runtime, "openai"), runtime, media_type=reply.fmt.mime_type, headers=headers)
+    return await audio_response(reply, runtime, "openai", media_type=reply.fmt.mime_type, headers=headers)
 
 
 async def _speech_reply(request: Request, runtime: Runtime) -> tuple[Reply, str]:

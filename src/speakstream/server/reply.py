@@ -25,6 +25,7 @@ from speakstream.protocol import CHUNKING
 from speakstream.scheduler import Job, PlaybackClock, Scheduler
 from speakstream.server.tracing import ReplyTrace
 from speakstream.text import ChunkPolicy, IncrementalSentenceChunker, chunk_text
+from speakstream.text.chunker import has_words
 from speakstream.types import AudioPiece, WordTimestamp
 
 
@@ -223,6 +224,7 @@ class Reply:
         self._text_ready.set()
 
     def _queue_texts(self, texts: list[str]) -> None:
+        texts = [text for text in texts if has_words(text)]  # a run of marks alone: the chunks' pause
         if texts:
             self._texts.extend(texts)
             self._text_ready.set()

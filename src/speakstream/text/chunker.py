@@ -43,7 +43,7 @@ _CLAUSE_START = re.compile(r"(?<!\s)\s+(?=(?:" + "|".join(CLAUSE_STARTERS) + r")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChunkPolicy:
-    """How text is cut into chunks for synthesis (defaults measured in the README)."""
+    """How text is cut into chunks for synthesis (defaults measured in docs/performance.md)."""
 
     first_clause: bool = True
     """Let the first chunk end at a clause mark instead of a sentence end."""
@@ -319,6 +319,15 @@ def _inside_quote(text: str) -> bool:
         or text.count("(") > text.count(")")
         or text.count("[") > text.count("]")
     )
+
+
+_LETTER_OR_DIGIT = re.compile(r"[^\W_]")
+
+
+def has_words(chunk: str) -> bool:
+    """Whether ``chunk`` has a letter or a digit: a chunk of marks alone (what is left of a long
+    run of punctuation cut at the maximum) is a pause, not something to synthesise."""
+    return _LETTER_OR_DIGIT.search(chunk) is not None
 
 
 def chunk_text(text: str, policy: ChunkPolicy | None = None) -> list[str]:

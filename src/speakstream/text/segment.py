@@ -34,8 +34,14 @@ TITLES = frozenset(
     "mr mrs ms mx dr prof sr jr st mt rev hon gen col capt lt sgt maj gov sen rep pres fr "
     "messrs mme mlle e.g i.e eg ie vs cf viz approx".split()
 )
-# Never end a sentence before a number: "No. 5", "Fig. 3", "pp. 10".
-NUMBER_ABBREVIATIONS = frozenset("no nos vol fig figs p pp ch sec art tel ext nr op".split())
+# Never end a sentence before a number: "No. 5", "Fig. 3", "pp. 10", "Jan. 5", "ca. 1900", and
+# the same in the other languages the chunker cuts (es, fr, it, pt: "pág. 5", "núm. 3", "chap. 2").
+NUMBER_ABBREVIATIONS = frozenset(
+    "no nos vol vols fig figs p pp ch chap sec art tel ext nr op ca est min max eq eqs pt pts ed eds "
+    "apt ste rm rte hwy bldg dept div sq tab tbl ref para cl reg n nº "
+    "jan feb mar apr jun jul aug sep sept oct nov dec "
+    "núm pág págs pag pagg cap avda apdo ej aprox sig éd tél env bd fl".split()
+)
 _STREET_TITLES = frozenset(("st", "mt"))
 
 

@@ -1,6 +1,8 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from speakstream.engine.phonemes.normalize import normalize
+from speakstream.engine.phonemes.normalize import normalize, quiet_runs
 
 
 @pytest.mark.parametrize(
@@ -26,3 +28,28 @@ from speakstream.engine.phonemes.normalize import normalize
 )
 def test_normalize(text: str, spoken: str) -> None:
     assert normalize(text) == spoken
+
+
+MARKS = [*list(".,;:!?…-—*#~/\\|()[]{}<>_=+^%&@$。！？，、"), "!?", ". ", "- ", "?!."]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(unit=st.sampled_from(MARKS), length=st.integers(4, 20_000))
+def test_a_run_of_marks_of_any_length_becomes_at_most_one_pause(unit: str, length: int) -> None:
+    run = (unit * (length // len(unit) + 1))[:length]
+    quiet = quiet_runs(f"Before {run} after.")
+    assert quiet.startswith("Before ") and quiet.endswith(" after.")
+    assert len(quiet[len("Before ") : -len(" after.")].strip()) <= 1
+
+
+@pytest.mark.parametrize("text", ["Wow!!! Great... Really?!", "C++ and a -> b", "$1,000.50!", "Wait -- what?"])
+def test_runs_of_three_marks_or_fewer_are_left_as_they_are(text: str) -> None:
+    assert quiet_runs(text) == text
+
+
+def test_a_run_says_the_pause_it_means() -> None:
+    assert quiet_runs("One.......... two") == "One. two"
+    assert quiet_runs("One ---------- two") == "One , two"
+    assert quiet_runs("Chapter 1 . . . . . . 12") == "Chapter 1 . 12"
+    assert quiet_runs("Really?!?!?!?! Yes") == "Really? Yes"
+    assert quiet_runs("Stars ****** here") == "Stars  here"

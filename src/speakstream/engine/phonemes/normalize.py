@@ -81,8 +81,30 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
 ]
 
 
+RUN = re.compile(r"(?:(?:[^\w\s]|_)\s*){4,}")
+"""Four marks or more (punctuation or symbols) with nothing but spaces between: a G2P reads a long
+one as minutes of invented speech. The classes are disjoint, so matching is linear in the run."""
+SENTENCE_END = ".!?…。！？"
+CLAUSE = ",;:—–-、，；："
+
+
+def quiet_runs(text: str) -> str:
+    """Every run of four marks or more as the pause it means: its first sentence end (``...!!`` ->
+    ``.``), else its first clause mark (``-----`` -> ``-``... as a comma's pause), else nothing."""
+    return RUN.sub(_pause, text)
+
+
+def _pause(m: re.Match[str]) -> str:
+    run = m.group()
+    mark = next((c for c in run if c in SENTENCE_END), None) or next((c for c in run if c in CLAUSE), None)
+    if mark is None:
+        return " "
+    return ("," if mark in "—–-" else mark) + " "
+
+
 def normalize(text: str, language: Language | None = None) -> str:
     """Rewrite the forms the language's G2P reads badly; everything else is left as it is."""
+    text = quiet_runs(text)
     if language is not None and language.g2p != "english":
         return normalize_other(text, language)
     for pattern, replacement in _RULES:

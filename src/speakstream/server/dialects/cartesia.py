@@ -35,7 +35,7 @@ from speakstream.errors import InvalidInput, ProtocolError, SpeakstreamError
 from speakstream.protocol import Options
 from speakstream.server.contexts import Context, ContextSocket
 from speakstream.server.dialects.alignment import chunk_words
-from speakstream.server.http import audio_stream, json_body, runtime_of, sse_parts, streaming
+from speakstream.server.http import audio_response, json_body, runtime_of, sse_parts
 from speakstream.server.reply import ChunkOut, check_readable
 from speakstream.server.security import client_of
 
@@ -233,7 +233,7 @@ async def bytes_endpoint(request: Request) -> Response:
         body = {"error": exc.message, "error_code": exc.code, "title": exc.code.replace("_", " ")}
         return JSONResponse(body, status_code=exc.http_status, headers={"Retry-After": "1"} if exc.retryable else None)
     runtime.metrics.requests.labels("cartesia").inc()
-    return streaming(audio_stream(reply, runtime, "cartesia"), runtime, media_type=reply.fmt.mime_type)
+    return await audio_response(reply, runtime, "cartesia", media_type=reply.fmt.mime_type)
 
 
 def routes() -> list[BaseRoute]:

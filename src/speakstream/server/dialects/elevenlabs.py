@@ -41,7 +41,7 @@ from speakstream.errors import InvalidInput, ProtocolError, SpeakstreamError
 from speakstream.protocol import Options
 from speakstream.server.contexts import ChunkTracker, Context, ContextSocket
 from speakstream.server.dialects.alignment import CharTimes, chunk_char_times
-from speakstream.server.http import audio_stream, error_response, json_body, runtime_of, sse_parts, streaming
+from speakstream.server.http import audio_response, error_response, json_body, runtime_of, sse_parts, streaming
 from speakstream.server.reply import ChunkOut, Reply, check_readable, validate
 from speakstream.server.runtime import Runtime
 from speakstream.server.security import client_of
@@ -207,7 +207,7 @@ async def speech(request: Request) -> Response:
     reply = await _admitted(request, runtime)
     if isinstance(reply, Response):
         return reply
-    return streaming(audio_stream(reply, runtime, "elevenlabs"), runtime, media_type=reply.fmt.mime_type)
+    return await audio_response(reply, runtime, "elevenlabs", media_type=reply.fmt.mime_type)
 
 
 async def speech_with_timestamps(request: Request) -> Response:
