@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 OUT    ?= demo-out
 
-.PHONY: demo test test-fast test-full test-repeat test-ray test-image image bench-ray fuzz lint typecheck assets bench clean
+.PHONY: demo test test-fast test-full test-repeat test-ray test-image test-release image bench-ray fuzz lint typecheck assets bench clean
 FAST   := not model and not asr and not llm and not browser and not slow and not full
 
 $(BIN)/python:
@@ -69,13 +69,18 @@ test-full: $(VENV)/.dev $(BIN)/promtool
 	$(BIN)/pytest -m "full or not full"
 
 # Scale-out on a local Ray cluster (Ray Serve): routes through Serve's proxy, drains, a killed replica.
+# The release as a user meets it: wheel and sdist built and checked (twine), the wheel installed in a
+# clean virtual environment that fetches the assets into an empty cache, serves and speaks (minutes).
+test-release: $(VENV)/.dev
+	$(BIN)/pytest -s -m release tests/release
+
 test-ray: $(VENV)/.dev
 	$(BIN)/pytest -m ray tests/server/test_ray_serve.py
 
 # 1 vs 2 replicas under the same `speakstream loadtest load --url`, and a replica killed mid-reply.
 bench-ray: $(VENV)/.dev
 	$(BIN)/speakstream assets fetch
-	$(BIN)/python scripts/ray_scaleout.py --out docs/bench/scaleout --readme README.md
+	$(BIN)/python scripts/ray_scaleout.py --out docs/bench/scaleout --readme docs/reliability.md
 
 # The container image (IMAGE, BASE, EXTRA_BUILD_ARGS: see deploy/container/build.sh).
 IMAGE ?= speakstream:latest

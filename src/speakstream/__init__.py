@@ -39,7 +39,7 @@ from speakstream.text import (
 )
 from speakstream.types import AudioChunk, Span, WordTimestamp
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "FORMATS",

@@ -3,6 +3,7 @@ nesting and what they say; the trace id in the control messages; off unless conf
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -69,8 +70,9 @@ async def test_a_websocket_reply_is_one_trace_with_admission_chunks_encoding_and
 
 
 def test_an_http_reply_says_its_trace_id_and_continues_the_caller_s_trace(
-    traced: ThreadedServer, exported: InMemorySpanExporter
+    traced: ThreadedServer, exported: InMemorySpanExporter, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="speakstream.server.tracing")
     caller = "0af7651916cd43dd8448eb211c80319c"
     headers = {"traceparent": f"00-{caller}-b7ad6b7169203331-01"}
     response = httpx.post(f"{traced.url}/invocations", json={"text": "Hello there."}, headers=headers, timeout=30)
@@ -78,6 +80,7 @@ def test_an_http_reply_says_its_trace_id_and_continues_the_caller_s_trace(
     (root,) = _by_name(exported.get_finished_spans())["reply"]
     assert format(root.context.trace_id, "032x") == caller and root.parent is not None
     assert root.attributes["speakstream.route"] == "http"
+    assert any(f"trace_id={caller}" in r.getMessage() for r in caplog.records)  # the log says it too
 
 
 def test_a_refused_reply_ends_its_trace_with_the_reason(traced: ThreadedServer, exported: InMemorySpanExporter) -> None:

@@ -7,6 +7,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
+from speakstream import __version__
 from speakstream.errors import SpeakstreamError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -17,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="speakstream", description="Low-latency streaming speech for voice agents.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser.add_argument("--version", action="version", version=f"speakstream {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     for module in (assets, speech, serve, agent, bench, loadtest):
         module.register(commands)

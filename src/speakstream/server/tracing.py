@@ -51,6 +51,8 @@ class Tracing:
     def __init__(self, provider: Any | None = None) -> None:
         self.provider = provider
         self._tracer = provider.get_tracer("speakstream") if provider is not None else None
+        if provider is not None:  # each reply's trace id reaches the log, whatever its level
+            log.setLevel(min(log.getEffectiveLevel(), logging.INFO))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Tracing:
@@ -81,7 +83,7 @@ class Tracing:
         root = self._tracer.start_span(
             "reply", context=parent, attributes={"speakstream.request_id": request_id, "speakstream.route": route}
         )
-        return ReplyTrace(self._tracer, root)
+        return ReplyTrace(self._tracer, root, f"{route} {request_id}")
 
     def shutdown(self) -> None:
         if self.provider is not None:
@@ -91,8 +93,8 @@ class Tracing:
 class ReplyTrace:
     """One reply's spans (all no-ops when tracing is off)."""
 
-    def __init__(self, tracer: Any | None, root: Any | None) -> None:
-        self._tracer, self.root = tracer, root
+    def __init__(self, tracer: Any | None, root: Any | None, name: str = "") -> None:
+        self._tracer, self.root, self._name = tracer, root, name
         self._chunks: dict[int, Any] = {}
         self._ended = False
 
@@ -143,6 +145,7 @@ class ReplyTrace:
             self.root.set_status(Status(StatusCode.ERROR, error))
             self.root.set_attribute("speakstream.error", error)
         self.root.end()
+        log.info("reply %s %s trace_id=%s", self._name, f"failed ({error})" if error else "ended", self.trace_id)
 
     def _step(self, parent: Any, step: Step) -> None:
         self._child(parent, step.name, step.started, step.ended, {f"speakstream.{k}": v for k, v in step.attributes})
