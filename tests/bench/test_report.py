@@ -52,3 +52,18 @@ def test_the_header_names_the_vector_extension_when_known() -> None:
     assert header.startswith("Measured with `speakstream bench` on 2026-12-01 12:00 UTC: Xeon (AVX-512), 2 cores")
     old = render(_run(device={"cpu": "EPYC", "cores": 2}), MODULES, {}, image_dir="")
     assert ": EPYC, 2 cores" in old
+
+
+def test_a_rerun_of_some_experiments_keeps_the_others_with_their_dates() -> None:
+    from speakstream.bench.report import merged
+
+    earlier = _run(experiments={"text": {"rows": 1}, "cache": {"rows": 2}}, seconds={"text": 9.1, "cache": 5.0})
+    later = _run(date="2026-12-02 08:00 UTC", command="speakstream bench text", experiments={"text": {"rows": 3}})
+    later["engine_rtf"] = {"text": 0.3}
+    run = merged(earlier, later, ["text", "cache"])
+    assert run["experiments"] == {"text": {"rows": 3}, "cache": {"rows": 2}}
+    assert run["dates"] == {"text": "2026-12-02 08:00 UTC", "cache": "2026-12-01 12:00 UTC"}
+    assert run["command"] == "speakstream bench" and run["rerun_command"] == "speakstream bench text"
+    elsewhere = {**later, "device": {"cpu": "other"}}  # another machine: nothing of the earlier run is kept
+    assert merged(earlier, elsewhere, ["text", "cache"])["experiments"] == later["experiments"]
+    assert merged(None, later, ["text"]) is later

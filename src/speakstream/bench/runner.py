@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import os
 import time
 import traceback
@@ -67,6 +68,7 @@ def run_bench(
                 run["experiments"][name] = {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
             run["seconds"][name] = round(time.perf_counter() - began, 1)
     run["total_seconds"] = round(time.perf_counter() - started, 1)
+    run = report.merged(_earlier(out), run, list(EXPERIMENTS))
     ok = {n: r for n, r in run["experiments"].items() if "error" not in r}
     images = plots.make_all(ok, out)
     path = report.write(out, run, EXPERIMENTS, images)
@@ -102,3 +104,13 @@ class _server:
     def __exit__(self, *_: object) -> None:
         if self.threaded is not None:
             self.threaded.stop()
+
+
+def _earlier(out: Path) -> dict[str, Any] | None:
+    """The run already in ``out`` (its results.json), if any."""
+    path = out / "results.json"
+    try:
+        earlier: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return earlier

@@ -303,9 +303,16 @@ def test_a_slow_decoder_opens_a_reply_with_a_longer_window() -> None:
     assert opening_size(policy, 0.007) == 16
     assert opening_size(policy, 0.0099) == 25  # an AMD EPYC's 2 cores
     assert not covers(policy, 24, 0.0099) and covers(policy, 25, 0.0099)  # 24: the third window runs short
-    # at 15 ms, an opening of 45 frames (of the longest, 48) covers what follows, alone or shared
-    assert opening_size(policy, 0.0149) == opening_size(policy, 0.0149, shared=True) == 45
+    # at 15 ms only an opening of 45 frames would cover what follows: longer than the longest (32);
+    # alone, the budget's least keeps first audio bounded; shared, every waiting listener's is short
     assert not covers(policy, 44, 0.0149) and covers(policy, 45, 0.0149)
+    assert opening_size(policy, 0.0149) == 32 and opening_size(policy, 0.0149, shared=True) == 16
+    wider = _policy(
+        opening={"least_frames": 16, "cover_share": 0.8, "longest_frames": 48},
+        budget={"least_frames": 32},
+        seams={"context_frames": 12},
+    )
+    assert opening_size(wider, 0.0149) == 45  # a policy that allows it gets the covering opening
     assert opening_size(policy, 0.05) == 32  # slower than real time: a gap comes anyway; first audio stays bounded
     assert _windows(policy, 0, 100, speed=Speed.fixed(0.0099))[0] == (0, 25)
     assert opening_size(policy, 0.0099, shared=True) == 25  # shared, at a speed that still covers: the same

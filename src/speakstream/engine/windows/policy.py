@@ -17,8 +17,9 @@ class OpeningPolicy:
     """The shortest opening; no cut or moved seam leaves a window or rest shorter either."""
     crowded_frames: int = 8
     """The shortest opening while more replies wait for their first audio than the engine has lanes."""
-    longest_frames: int = 48
-    """The longest opening sized to cover the windows after it (past it, none is tried)."""
+    longest_frames: int = 32
+    """The longest opening sized to cover the windows after it (past it, none is tried): the
+    budget's least, so an opening is never longer than the shortest window after it."""
     cover_share: float = 0.8
     """An opening is long enough when each window after it, simulated at the decoder's speed, is
     decoded within this share of the audio buffered when it starts."""
