@@ -140,7 +140,7 @@ async def kill_one(url: str, sessions: int, seconds: float, ramp: float) -> dict
 
 def report(result: dict[str, Any]) -> str:
     lines = [
-        "### Scale-out on Ray Serve",
+        "## Scale-out on Ray Serve",
         "",
         f"Command: `python scripts/ray_scaleout.py --out docs/bench/scaleout` ({result['date']}, {result['machine']}).",
         f"Load: `speakstream loadtest load --url ... --sessions {result['sessions']} --turns {result['turns']} "
@@ -190,7 +190,7 @@ def main() -> int:
     parser.add_argument("--reply", default="weather")
     parser.add_argument("--ramp", type=float, default=1.0, help="seconds between session starts")
     parser.add_argument("--kill-seconds", type=float, default=40.0)
-    parser.add_argument("--readme", type=Path, help="also replace the scale-out section of this README")
+    parser.add_argument("--readme", type=Path, help="also replace the scale-out part of docs/reliability.md")
     parser.add_argument("--render-only", action="store_true", help="write the report from --out's scaleout.json")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -89,7 +89,7 @@ async def test_full_fuzz() -> None:
 
 @pytest.mark.slow
 async def test_attacks_leave_a_well_behaved_client_served() -> None:
-    """Outcomes only (the timing ratios are the README's, from the Kokoro run)."""
+    """Outcomes only (the timing ratios are docs/reliability.md's, from the Kokoro run)."""
     result = await abuse.run_abuse(fake_engine=True, trials=3)
     attacks = {name: r["outcome"] for name, r in result["attacks"].items()}
     assert all(r["refusals"] == 0 and r["first_audio_ms"]["n"] == 3 for r in result["attacks"].values()), result

@@ -294,7 +294,8 @@ def test_a_reply_that_fails_before_its_first_audio_is_an_http_error_not_an_empty
     server = start_server(FakeEngine(seconds_per_char=0.0005, fail_when=lambda text: "Doomed" in text))
     try:
         failed = httpx.post(f"{server.url}{path}", json=body, timeout=30)
-        served = httpx.post(f"{server.url}{path}", json=json.loads(json.dumps(body).replace("Doomed", "Fine")), timeout=30)
+        fine = json.loads(json.dumps(body).replace("Doomed", "Fine"))
+        served = httpx.post(f"{server.url}{path}", json=fine, timeout=30)
     finally:
         server.stop()
     assert failed.status_code >= 400 and "engine_error" in failed.text, (failed.status_code, failed.text[:200])

@@ -19,7 +19,7 @@ from tests.web.browser import LAUNCH_ARGS, chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.model, pytest.mark.slow]
 SCREENSHOT_ENV = "SPEAKSTREAM_SCREENSHOT"
-"""Where to save the page's screenshot (e.g. docs/web-page.png to refresh the README's); a
+"""Where to save the page's screenshot (e.g. docs/web-page.png to refresh the docs' copy); a
 temporary folder otherwise, so a test run never rewrites tracked files."""
 
 

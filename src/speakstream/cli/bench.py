@@ -1,4 +1,4 @@
-"""``speakstream bench [EXPERIMENT...] [--quick] [--out DIR] [--server URL] [--readme README.md]``."""
+"""``speakstream bench [EXPERIMENT...] [--quick] [--out DIR] [--server URL] [--readme docs/performance.md]``."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--quick", action="store_true", help="fewer trials and smaller inputs (minutes)")
     parser.add_argument("--out", type=Path, default=Path("bench-out"))
     parser.add_argument("--server", help="measure a running server (base URL) instead of starting one")
-    parser.add_argument("--readme", type=Path, help="also replace the Performance section of this README")
+    parser.add_argument("--readme", type=Path, help="also replace the measured part of this page (docs/performance.md)")
     parser.set_defaults(handler=bench_command)
 
 

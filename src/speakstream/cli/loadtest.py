@@ -29,7 +29,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--fake-engine", action="store_true", help="load a tone engine instead of Kokoro")
     parser.add_argument("--quick", action="store_true", help="bounded sizes (what CI runs)")
     parser.add_argument("--json", type=Path, help="also write the results here")
-    parser.add_argument("--readme", type=Path, help="replace the Reliability section of this README")
+    parser.add_argument("--readme", type=Path, help="replace the measured part of this page (docs/reliability.md)")
     parser.set_defaults(handler=loadtest_command)
 
 

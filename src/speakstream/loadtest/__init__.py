@@ -1,5 +1,5 @@
 """Reliability suites: load, overload, faults, soak and live fuzzing against real servers.
 
-``speakstream loadtest`` runs them and prints (and can write into the README) a table of figures,
+``speakstream loadtest`` runs them and prints (and can write into docs/reliability.md) a table of figures,
 each with the command that produced it; the test suite runs the same code in a bounded form.
 """

@@ -1,4 +1,4 @@
-"""The README's Reliability table from one ``speakstream loadtest`` run."""
+"""The Reliability table (docs/reliability.md) from one ``speakstream loadtest`` run."""
 
 from __future__ import annotations
 

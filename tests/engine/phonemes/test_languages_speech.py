@@ -1,6 +1,6 @@
 """Every Kokoro language spoken by the real model and heard back by a multilingual Whisper:
 two voices per language (every voice is in ``speakstream bench languages``), three sentences
-written for the language each. Thresholds sit above the measured baseline (README, Languages):
+written for the language each. Thresholds sit above the measured baseline (docs/languages.md):
 Whisper base's own errors are part of every figure, most of all in Hindi and Japanese."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The README's "Use with pipecat / LiveKit" snippet runs as written (so it cannot rot): every
+"""docs/dialects.md's "Use with pipecat / LiveKit" snippet runs as written (so it cannot rot): every
 client it builds points at speakstream; test_frameworks.py drives the same classes through whole
 replies against a real server."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import aiohttp
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "dialects.md"
 
 
 class _Assignments(dict[str, Any]):
@@ -27,7 +27,7 @@ class _Assignments(dict[str, Any]):
 
 
 def _snippet() -> str:
-    section = README.read_text().split("## Use with pipecat / LiveKit", 1)[1].split("\n## ", 1)[0]
+    section = PAGE.read_text().split("# Use with pipecat / LiveKit", 1)[1].split("\n## ", 1)[0]
     match = re.search(r"```python\n(.*?)```", section, re.S)
     assert match, "the section has no python snippet"
     return match.group(1)
@@ -41,7 +41,7 @@ def _url(client: Any) -> str:
 async def test_the_readme_snippet_builds_clients_pointed_at_speakstream() -> None:
     async with aiohttp.ClientSession() as session:
         namespace = _Assignments(KEY="a-key", session=session)
-        exec(compile(_snippet(), "README.md", "exec"), {}, namespace)  # our own README
+        exec(compile(_snippet(), "docs/dialects.md", "exec"), {}, namespace)  # our own page
     built = {f"{type(c).__module__.split('.')[-2]}.{type(c).__name__}": _url(c) for c in namespace.clients}
     assert set(built) == {
         "elevenlabs.ElevenLabsTTSService",

@@ -354,8 +354,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         f"Windows (frames of 25 ms): {_opening(p)} first in the chunk that opens a reply{_snapped(p)}; after it, "
         "through the server, each window as large as the listener's buffer allows (its compute, context "
-        f"included, within {p.get('safety', 0.75)} of the audio buffered; the largest when a listener ran dry "
-        "while other sessions wait), "
+        f"included, within {p.get('safety', 0.75)} of the audio buffered; never smaller than a window that "
+        "keeps up while the other replies take their turns, and the largest once that is slower than real time), "
         f"up to {p['max_frames']}{_paired(p)}; used directly, the engine grows them {p.get('growth', 2.5)}x. "
         "Context: "
         f"{p.get('lead_context_frames', 16)} frames before a chunk's first window (silence), "
