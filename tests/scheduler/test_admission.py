@@ -70,3 +70,24 @@ async def test_a_reply_may_wait_for_room_instead() -> None:
     assert waited >= 0.04 and admission.replies == 1
     with pytest.raises(Overloaded):  # no room within the wait: refused after it
         await admission.reserve_waiting(3, "c", 0.05)
+
+
+def test_the_capacity_is_shared_out_by_client() -> None:
+    """Room for 2.4 listeners: client a took both; b is refused; when one of a's replies ends, a
+    asking again is refused while b is asking, and b gets in. A client alone gets all the room."""
+    admission = Admission(max_queue=64, capacity=lambda: 3.0, max_load=0.8)
+    admission.reserve(1, "a")
+    admission.reserve(1, "a")
+    with pytest.raises(Overloaded):
+        admission.reserve(1, "b")
+    admission.release(1, "a")
+    with pytest.raises(Overloaded):
+        admission.reserve(1, "a")  # b asked lately: a has its share
+    admission.reserve(1, "b")
+    assert admission.replies == 2
+    admission.release(1, "a")
+    admission.release(1, "b")
+    lone = Admission(max_queue=64, capacity=lambda: 3.0, max_load=0.8)
+    lone.reserve(1, "c")
+    lone.reserve(1, "c")  # nobody else asks: the whole room
+    assert lone.replies == 2

@@ -6,6 +6,10 @@ its client's ``max_per_client``, or when one more listener would ask for more th
 what the engine makes (``capacity``): a reply admitted into a stall makes every admitted listener
 stall. ``reserve_waiting`` waits for room instead, up to a deadline. One reply is always admitted
 when none is, however slow the engine.
+
+The capacity is shared out by client: while other clients hold replies or were refused lately, a
+client gets at most its share of the listeners the capacity allows, so one client that asks again
+the moment a reply ends cannot keep everyone else out.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from speakstream.errors import Overloaded
 
 RETRY_AFTER_S = 1.0
 """What a reply refused for capacity is told to wait before it tries again."""
+ASKING_S = 5.0
+"""A client refused for capacity this recently still counts when the capacity is shared out."""
 
 
 class Admission:
@@ -44,6 +50,9 @@ class Admission:
         self.refused = 0
         """Replies refused for capacity."""
         self._by_client: dict[str, int] = {}
+        self._replies_of: dict[str, int] = {}
+        self._asking: dict[str, float] = {}
+        """Clients refused for capacity, and when (forgotten after ``ASKING_S``)."""
         self._room = asyncio.Event()
 
     def reserve(self, slots: int, client: str = "") -> None:
@@ -56,8 +65,9 @@ class Admission:
                 f"this client is at its limit of {self.max_per_client} queued chunks; retry when a reply ends",
                 code="client_limit",
             )
-        if not self.has_room():
+        if not self.has_room(client):
             self.refused += 1
+            self._asking[client] = time.monotonic()
             raise Overloaded(
                 "the server is at its capacity: another listener would make the admitted ones stall; "
                 f"retry in {RETRY_AFTER_S:g} s or on another replica"
@@ -65,6 +75,8 @@ class Admission:
         self.reserved += slots
         self.replies += 1
         self._by_client[client] = mine + slots
+        self._replies_of[client] = self._replies_of.get(client, 0) + 1
+        self._asking.pop(client, None)
 
     async def reserve_waiting(self, slots: int, client: str, wait_s: float) -> float:
         """``reserve``, waiting up to ``wait_s`` for room by capacity; the seconds waited."""
@@ -91,11 +103,29 @@ class Admission:
             self._by_client[client] = left
         else:
             self._by_client.pop(client, None)
+        replies = self._replies_of.get(client, 0) - 1
+        if replies > 0:
+            self._replies_of[client] = replies
+        else:
+            self._replies_of.pop(client, None)
         self._room.set()
 
-    def has_room(self) -> bool:
-        """Whether one more listener fits: within ``max_load`` of the capacity, or the first."""
+    def has_room(self, client: str = "") -> bool:
+        """Whether one more listener of ``client`` fits: within ``max_load`` of the capacity and
+        within the client's share of it (or the first reply)."""
         if self.capacity is None or self.replies == 0:
             return True
         capacity = self.capacity()
-        return math.isinf(capacity) or self.replies + 1 <= self.max_load * capacity
+        if math.isinf(capacity):
+            return True
+        allowed = self.max_load * capacity
+        if self.replies + 1 > allowed:
+            return False
+        return self._replies_of.get(client, 0) + 1 <= max(1.0, math.floor(allowed / len(self._clients_asking(client))))
+
+    def _clients_asking(self, client: str) -> set[str]:
+        """Clients with admitted replies or refused lately, ``client`` among them."""
+        now = time.monotonic()
+        for gone in [c for c, at in self._asking.items() if now - at > ASKING_S]:
+            del self._asking[gone]
+        return {client, *self._replies_of, *self._asking}
