@@ -87,7 +87,27 @@ def test_the_capacity_is_shared_out_by_client() -> None:
     assert admission.replies == 2
     admission.release(1, "a")
     admission.release(1, "b")
+    assert admission.replies == 0
     lone = Admission(max_queue=64, capacity=lambda: 3.0, max_load=0.8)
     lone.reserve(1, "c")
     lone.reserve(1, "c")  # nobody else asks: the whole room
     assert lone.replies == 2
+
+
+def test_room_that_frees_goes_to_the_client_that_waited_longest() -> None:
+    """Room for one listener: a flooding client a holds it; b is refused and waits; when a's reply
+    ends, a asking again first is refused, b gets in; then it is a's turn."""
+    admission = Admission(max_queue=64, capacity=lambda: 1.0, max_load=0.8)
+    admission.reserve(1, "a")
+    with pytest.raises(Overloaded):
+        admission.reserve(1, "b")
+    with pytest.raises(Overloaded):
+        admission.reserve(1, "a")  # a waits too, since after b
+    admission.release(1, "a")
+    with pytest.raises(Overloaded):
+        admission.reserve(1, "a")  # the room is b's
+    admission.reserve(1, "b")
+    admission.release(1, "b")
+    with pytest.raises(Overloaded):
+        admission.reserve(1, "c")  # a newcomer: a has waited
+    admission.reserve(1, "a")

@@ -34,6 +34,10 @@ LIMITS = {
     "SPEAKSTREAM_SEND_TIMEOUT_S": "3",
     "SPEAKSTREAM_BODY_TIMEOUT_S": "3",
     "SPEAKSTREAM_MAX_CLIENT_QUEUE": "32",  # what a server on a public address has by default
+    "SPEAKSTREAM_CACHE_MB": "0",  # the well-behaved client repeats its text: the engine must make it each time
+    # turns shared by client are what is measured here; with admission by capacity a flood of long
+    # replies would hold the room for their whole length (the load and overload suites test that)
+    "SPEAKSTREAM_MAX_LOAD": "0",
 }
 HOSTILE_TEXTS = ["!" * 20_000, "\n" * 20_000, "e.g. " * 4_000, "[" * 20_000, " " * 19_990 + "Hi.", "a." * 10_000]
 Outcome = dict[str, Any]

@@ -7,9 +7,11 @@ what the engine makes (``capacity``): a reply admitted into a stall makes every 
 stall. ``reserve_waiting`` waits for room instead, up to a deadline. One reply is always admitted
 when none is, however slow the engine.
 
-The capacity is shared out by client: while other clients hold replies or were refused lately, a
-client gets at most its share of the listeners the capacity allows, so one client that asks again
-the moment a reply ends cannot keep everyone else out.
+The capacity is shared out by client. A client refused for capacity is waiting while it asks
+again soon enough; while others hold replies or wait, a client gets at most its share of the
+listeners the capacity allows, and room that frees goes first to the client that has waited
+longest with nothing admitted: one client asking again the moment a reply ends (a flood of
+parallel requests) cannot keep everyone else out.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from speakstream.errors import Overloaded
 
 RETRY_AFTER_S = 1.0
 """What a reply refused for capacity is told to wait before it tries again."""
-ASKING_S = 5.0
-"""A client refused for capacity this recently still counts when the capacity is shared out."""
+WAITING_S = 1.5
+"""A client refused for capacity is waiting while it asks again within this (its Retry-After and
+some); then it is forgotten, so a client that gave up holds nobody back."""
 
 
 class Admission:
@@ -51,8 +54,8 @@ class Admission:
         """Replies refused for capacity."""
         self._by_client: dict[str, int] = {}
         self._replies_of: dict[str, int] = {}
-        self._asking: dict[str, float] = {}
-        """Clients refused for capacity, and when (forgotten after ``ASKING_S``)."""
+        self._waiting: dict[str, tuple[float, float]] = {}
+        """Clients refused for capacity: when first in this wait, and when last."""
         self._room = asyncio.Event()
 
     def reserve(self, slots: int, client: str = "") -> None:
@@ -67,7 +70,8 @@ class Admission:
             )
         if not self.has_room(client):
             self.refused += 1
-            self._asking[client] = time.monotonic()
+            now = time.monotonic()
+            self._waiting[client] = (self._waiting.get(client, (now, now))[0], now)
             raise Overloaded(
                 "the server is at its capacity: another listener would make the admitted ones stall; "
                 f"retry in {RETRY_AFTER_S:g} s or on another replica"
@@ -76,7 +80,7 @@ class Admission:
         self.replies += 1
         self._by_client[client] = mine + slots
         self._replies_of[client] = self._replies_of.get(client, 0) + 1
-        self._asking.pop(client, None)
+        self._waiting.pop(client, None)
 
     async def reserve_waiting(self, slots: int, client: str, wait_s: float) -> float:
         """``reserve``, waiting up to ``wait_s`` for room by capacity; the seconds waited."""
@@ -111,9 +115,14 @@ class Admission:
         self._room.set()
 
     def has_room(self, client: str = "") -> bool:
-        """Whether one more listener of ``client`` fits: within ``max_load`` of the capacity and
-        within the client's share of it (or the first reply)."""
-        if self.capacity is None or self.replies == 0:
+        """Whether one more listener of ``client`` fits: its turn, within ``max_load`` of the
+        capacity (or the first reply) and within the client's share of it."""
+        if self.capacity is None:
+            return True
+        waiting = self._still_waiting()
+        if self._not_its_turn(client, waiting):
+            return False
+        if self.replies == 0:
             return True
         capacity = self.capacity()
         if math.isinf(capacity):
@@ -121,11 +130,16 @@ class Admission:
         allowed = self.max_load * capacity
         if self.replies + 1 > allowed:
             return False
-        return self._replies_of.get(client, 0) + 1 <= max(1.0, math.floor(allowed / len(self._clients_asking(client))))
+        asking = {client, *self._replies_of, *waiting}
+        return self._replies_of.get(client, 0) + 1 <= max(1.0, math.floor(allowed / len(asking)))
 
-    def _clients_asking(self, client: str) -> set[str]:
-        """Clients with admitted replies or refused lately, ``client`` among them."""
+    def _still_waiting(self) -> dict[str, tuple[float, float]]:
         now = time.monotonic()
-        for gone in [c for c, at in self._asking.items() if now - at > ASKING_S]:
-            del self._asking[gone]
-        return {client, *self._replies_of, *self._asking}
+        for gone in [c for c, (_, last) in self._waiting.items() if now - last > WAITING_S]:
+            del self._waiting[gone]
+        return self._waiting
+
+    def _not_its_turn(self, client: str, waiting: dict[str, tuple[float, float]]) -> bool:
+        """Another client with nothing admitted has waited longer than ``client``: the room is its."""
+        mine = waiting.get(client, (math.inf, math.inf))[0]
+        return any(first < mine and c not in self._replies_of for c, (first, _) in waiting.items() if c != client)
