@@ -129,3 +129,19 @@ def test_a_first_window_s_time_is_a_moving_average() -> None:
     before = priority.first_window_s
     priority.first_window_took(0.1)
     assert 0.1 < priority.first_window_s < before
+
+
+def test_another_client_s_first_window_takes_its_turn_beside_a_listener_running_dry() -> None:
+    """A client whose listeners never read has clocks that say they ran dry: its windows go before
+    its own clients' first windows, but another client's first window gets that client's turn."""
+    clock, priority = FakeClock(), Priority()
+    dry, own_first, other_first = _job("a", 1), _job("b"), _job("c")
+    dry.client, own_first.client, other_first.client = "flooder", "flooder", "polite"
+    dry.clock = PlaybackClock(now=clock)
+    dry.clock.add(0.05)
+
+    def polite_turn(jobs: list[Job]) -> Job | None:
+        return next((job for job in jobs if job.client == "polite"), jobs[0] if jobs else None)
+
+    assert priority.pick([dry, own_first], polite_turn) is dry
+    assert priority.pick([dry, own_first, other_first], polite_turn) is other_first

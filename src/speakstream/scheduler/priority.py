@@ -3,7 +3,9 @@ unless a listener already hearing its reply is about to run dry.
 
 A later window whose listener has less buffered than two first windows take (``running_dry``)
 goes first, the closest to dry first, beside anything: a gap once speech has started is worse than
-first audio a little later. Otherwise the first window of any reply jumps the queue, and runs
+first audio a little later. Another client's first window still gets its client's turn: a client
+whose listeners never read (their clocks say they ran dry) cannot starve everyone's first audio.
+Otherwise the first window of any reply jumps the queue, and runs
 beside other first windows only: one alone has every core, so it waits for a later window to end,
 or, with ``preempt``, pauses it (ONNX Runtime's terminate flag stops its inference, which runs
 again, whole, once no first window waits) on a lane of its own, when the wait saved is longer
@@ -83,7 +85,8 @@ class Priority:
         if self.urgent:
             return None
         if (dry := running_dry(ready, 2 * self.first_window_s)) is not None:
-            return dry
+            others = [job for job in first_windows(ready) if job.client != dry.client]
+            return next_of([dry, *others]) if others else dry  # another client's opening by its turn
         if not self.first_chunk_priority:
             return next_of(ready)
         if firsts := first_windows(ready):
