@@ -27,7 +27,7 @@ def test_quick_bench_completes(tmp_path: Path) -> None:
     assert not [name for name, r in results["experiments"].items() if "error" in r]
     report = (out / "report.md").read_text()
     for module in EXPERIMENTS.values():
-        assert f"### {module.TITLE}" in report
+        assert f"## {module.TITLE}" in report
     for plot in ("timeline.png", "ttfa.png", "concurrency.png"):
         assert (out / plot).stat().st_size > 10_000
         assert f"]({plot})" in report
