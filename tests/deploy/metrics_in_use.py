@@ -3,11 +3,14 @@ rules and the dashboard query."""
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from speakstream.loadtest.servers import fake_server
 from speakstream.server.serve import ThreadedServer
 
 METRIC = re.compile(r"\b(speakstream_[a-z_]+)\b")
@@ -36,3 +39,14 @@ def exposed(server: ThreadedServer) -> set[str]:
 
 def queried(text: str) -> set[str]:
     return set(METRIC.findall(text))
+
+
+@contextlib.contextmanager
+def loaded_server() -> Iterator[ThreadedServer]:
+    """A fake-engine server with the audio cache on (so its counters exist), after a short load."""
+    running = fake_server(cache_mb=8)
+    try:
+        short_load(running)
+        yield running
+    finally:
+        running.stop()

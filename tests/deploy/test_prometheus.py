@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from speakstream.loadtest.servers import fake_server
 from speakstream.server.serve import ThreadedServer
-from tests.deploy.metrics_in_use import exposed, queried, short_load
+from tests.deploy.metrics_in_use import exposed, loaded_server, queried
 
 RULES = Path(__file__).parents[2] / "deploy" / "prometheus"
 
@@ -51,12 +50,8 @@ def test_every_alert_fires_and_stays_silent_as_its_unit_tests_say() -> None:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ThreadedServer]:
-    running = fake_server(cache_mb=8)  # the cache on, so its counters are there
-    try:
-        short_load(running)
+    with loaded_server() as running:
         yield running
-    finally:
-        running.stop()
 
 
 def test_every_metric_the_rules_read_exists_on_a_real_server(server: ThreadedServer) -> None:

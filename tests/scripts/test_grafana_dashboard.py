@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from speakstream.loadtest.servers import fake_server
 from speakstream.server.serve import ThreadedServer
-from tests.deploy.metrics_in_use import exposed, queried, short_load
+from tests.deploy.metrics_in_use import exposed, loaded_server, queried
 
 SCRIPT = Path(__file__).parents[2] / "scripts" / "grafana_dashboard.py"
 JSON = Path(__file__).parents[2] / "deploy" / "grafana" / "speakstream.json"
@@ -43,12 +42,8 @@ def test_the_panels_an_operator_reads_first_are_there_each_with_unique_ids_and_q
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ThreadedServer]:
-    running = fake_server(cache_mb=8)  # the cache on, so its counters are there
-    try:
-        short_load(running)
+    with loaded_server() as running:
         yield running
-    finally:
-        running.stop()
 
 
 def test_every_metric_a_panel_reads_exists_on_a_real_server(server: ThreadedServer) -> None:
