@@ -36,6 +36,9 @@ class StepEngine(FakeEngine):
         self.second_gate = threading.Event()
         """Holds the second window of "hold" while cleared (set by default)."""
         self.second_gate.set()
+        self.opening_gate = threading.Event()
+        """Holds the first window of a chunk whose text starts with "slow" while cleared."""
+        self.opening_gate.set()
         self.busy = threading.Event()
         self.log: list[str] = []
         self.ahead: list[float | None] = []
@@ -86,6 +89,8 @@ class StepStream:
         if i == 0:  # as the planner reads it: when it plans the opening window
             engine.crowding[self.text] = load.crowded
         engine.log.append(f"{self.text}:{i}")
+        if i == 0 and self.text.startswith("slow"):
+            self._hold(engine.opening_gate)
         engine.ahead.append(load.buffered_s)
         engine.in_flight.append(load.in_flight)
         engine.replying.append(load.replies)
@@ -499,6 +504,24 @@ async def test_a_window_is_paused_at_most_once(held: tuple[Scheduler, StepEngine
     await asyncio.wait_for(asyncio.gather(taken(hold), taken(b), taken(c)), 10)
     assert engine.log == ["hold:0", "b0:0", "hold:1", "c0:0", "b0:1", "c0:1"]
     assert not hold.preempted
+
+
+async def test_openings_that_come_during_a_pause_do_not_prolong_it(held: tuple[Scheduler, StepEngine, Job]) -> None:
+    """A client opening reply after reply cannot keep another listener's window paused: the
+    pause covers the first windows queued when it began, then the paused window goes on."""
+    scheduler, engine, hold = held
+    await _hold_in_second_window(scheduler, engine)
+    engine.opening_gate.clear()
+    b = _submit(scheduler, "slowb", 0)
+    await asyncio.wait_for(_until(lambda: "slowb0:0" in engine.log), 10)  # on the urgent lane, "hold" paused
+    c = _submit(scheduler, "c", 0)  # came during the pause
+    engine.opening_gate.set()
+    await asyncio.wait_for(_until(lambda: not hold.token.paused), 5)
+    await asyncio.sleep(0.1)
+    assert "c0:0" not in engine.log  # it waits for the window it would have kept paused
+    engine.second_gate.set()
+    await asyncio.wait_for(asyncio.gather(taken(hold), taken(b), taken(c)), 10)
+    assert engine.log.index("hold:1") < engine.log.index("c0:0")
 
 
 async def test_without_preemption_a_first_window_waits_for_the_running_one() -> None:

@@ -10,6 +10,9 @@ from speakstream.client import SpeechSession
 
 RSS_BOUND_MB = 25.0
 FD_BOUND = 4
+NO_CACHE = {"SPEAKSTREAM_CACHE_MB": "0"}
+"""The audio cache keeps distinct texts' audio up to its bound (64 MB), which a soak of distinct
+messages would read as growth; its bound has tests of its own (tests/scheduler/test_cache.py)."""
 
 
 async def _messages(url: str, count: int) -> None:
@@ -31,7 +34,7 @@ def _snapshot(server: ServerProcess) -> dict[str, float]:
 
 
 async def run_soak(*, messages: int = 2000, sessions: int = 500) -> dict[str, Any]:
-    with ServerProcess("--fake-engine") as server:
+    with ServerProcess("--fake-engine", env=NO_CACHE) as server:
         await _messages(server.ws_url, 100)  # warm caches and allocator pools first
         await _sessions(server.ws_url, 20)
         start = _snapshot(server)

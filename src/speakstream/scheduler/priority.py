@@ -10,12 +10,15 @@ beside other first windows only: one alone has every core, so it waits for a lat
 or, with ``preempt``, pauses it (ONNX Runtime's terminate flag stops its inference, which runs
 again, whole, once no first window waits) on a lane of its own, when the wait saved is longer
 than the stall the pause adds to that window's listener (``worth_pausing``), at most once per
-window so every window ends. No other later window starts while a first one runs or waits.
+window so every window ends, and only for the first windows queued when the pause began, so a
+client opening reply after reply cannot keep another's window paused. No other later window
+starts while a first one runs or waits.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 
 from speakstream.engine.windows.speed import smoothed
@@ -66,6 +69,8 @@ class Priority:
         """Jobs the workers are running (paused ones included)."""
         self.urgent: set[Job] = set()
         self.paused: set[Job] = set()
+        self.paused_at = 0.0
+        """When the windows now paused were paused: only first windows queued by then run in their place."""
         self.first_window_s = FIRST_WINDOW_GUESS_S
         """What a first window takes (a moving average): how long a paused window waits."""
 
@@ -103,7 +108,10 @@ class Priority:
             return None
         if not self.paused and not self.pausable():
             return None
-        return next_of(first_windows(ready))
+        firsts = first_windows(ready)
+        if self.paused:  # openings that came since the pause wait: a flood of them cannot hold it
+            firsts = [job for job in firsts if job.enqueued_at <= self.paused_at]
+        return next_of(firsts)
 
     def pausable(self) -> list[Job]:
         return [
@@ -113,6 +121,8 @@ class Priority:
         ]
 
     def pause_for_urgent(self) -> None:
+        if not self.paused:
+            self.paused_at = time.perf_counter()
         for job in self.pausable():
             job.preempted = True
             job.token.pause()
