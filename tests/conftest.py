@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -19,6 +20,9 @@ from speakstream.server.serve import ThreadedServer
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("fuzz", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# What servers keep (pronunciation dictionaries) goes to a folder of this run, never the user's.
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="speakstream-tests-")
 
 _MARKS_BY_FIXTURE = {"kokoro": "model", "kokoro_server": "model", "asr": "asr", "multilingual_asr": "asr"}
 

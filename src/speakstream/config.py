@@ -83,6 +83,14 @@ class ServerConfig:
     cache_mb: int = 64
     """Audio of whole chunks kept to answer a repeat with no engine time (MB of samples, about
     5.5 minutes of speech at 64; 0: off). Keyed by everything that changes the sound."""
+    dictionaries_dir: Path | None = field(default_factory=lambda: data_home() / "dictionaries")
+    """Where pronunciation dictionaries made through the API are kept, one JSON file each, so
+    they survive a restart (empty: in memory only)."""
+    lexicons_dir: Path | None = None
+    """PLS (``.pls``/``.xml``) or JSON rule files loaded at startup as read-only dictionaries,
+    each with its file's name as id: for deployments that manage pronunciations as files."""
+    max_dictionaries: int = 500
+    max_dictionary_rules: int = 5_000
     audio_frame_bytes: int = 16_384
     voice: str = "af_heart"
     voice_map: tuple[str, ...] = ()
@@ -173,6 +181,11 @@ class ServerConfig:
                 values[f.name] = _parse(f.name, str(f.type), raw)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+def data_home() -> Path:
+    """``$XDG_DATA_HOME/speakstream`` (``~/.local/share/speakstream``): what the server keeps."""
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share").expanduser() / "speakstream"
 
 
 def _loopback(host: str) -> bool:

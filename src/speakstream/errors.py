@@ -3,7 +3,9 @@
     SpeakstreamError            code, message, retryable
     ├── InvalidInput            the caller sent something we cannot speak (4xx, error frame)
     │   ├── UnknownVoice
-    │   └── ProtocolError       a wire message that does not parse or is not allowed now
+    │   ├── ProtocolError       a wire message that does not parse or is not allowed now
+    │   ├── NotFound            a pronunciation dictionary (or version) the server does not have
+    │   └── OverLimit           more dictionaries or rules than the server keeps
     ├── Unauthorized            missing or wrong API key
     ├── Overloaded              too many sessions or queued chunks; retry later
     ├── AssetError              model or voices missing or corrupt; says which command fixes it
@@ -55,6 +57,18 @@ class UnsupportedMediaType(InvalidInput):
 
 class ProtocolError(InvalidInput):
     code = "invalid_message"
+
+
+class NotFound(InvalidInput):
+    code = "not_found"
+    http_status = 404
+
+
+class OverLimit(InvalidInput):
+    """A stored thing (a pronunciation dictionary, its rules) past the server's bound."""
+
+    code = "over_limit"
+    http_status = 413
 
 
 class Unauthorized(SpeakstreamError):

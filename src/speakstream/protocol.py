@@ -16,7 +16,7 @@ Client -> server::
     {"type": "close"}
 
 OPTIONS are any of ``"voice"``, ``"speed"``, ``"format"``, ``"sample_rate"``, ``"chunking"`` (text
-only) and ``"language"`` (see ``Options``).
+only), ``"language"`` and ``"pronunciation_dictionaries"`` (see ``Options``).
 
 ``append`` adds raw LLM fragments that the server chunks itself; ``"chunk": true`` says the text
 is a whole chunk, chunked by the client: it is spoken as it is, at once, and not split again.
@@ -42,6 +42,7 @@ from speakstream.errors import ProtocolError, SpeakstreamError
 MAX_REQUEST_ID = 128
 CHUNKING = ("auto", "sentences", "none")
 MAX_LANGUAGE = 24
+MAX_DICTIONARIES = 8
 
 
 # Client messages
@@ -60,6 +61,10 @@ class Options:
     """``auto`` (clause first, then sentences), ``sentences``, or ``none`` (the whole text at once)."""
     language: str | None = None
     """The language to read the text in (``es``, ``pt-br``, ``ja``...); default: the voice's own."""
+    dictionaries: tuple[Locator, ...] = ()
+    """Pronunciation dictionaries to apply, the earlier first: ``"pronunciation_dictionaries"``,
+    a list of ids or of ``{"id", "version_id"?}`` (ElevenLabs' ``pronunciation_dictionary_locators``,
+    ``{"pronunciation_dictionary_id", "version_id"?}``, is read too)."""
 
     @classmethod
     def parse(cls, data: Mapping[str, Any], *, strings: bool = False) -> Options:
@@ -72,6 +77,35 @@ class Options:
     def over(self, defaults: Options) -> Options:
         """These options, with ``defaults`` where a field is unset."""
         return Options(**{f.name: getattr(self, f.name) or getattr(defaults, f.name) for f in fields(self)})
+
+
+@dataclass(frozen=True, slots=True)
+class Locator:
+    """A pronunciation dictionary and one of its versions (None: the latest)."""
+
+    dictionary_id: str
+    version_id: str | None = None
+
+
+def locators(value: Any) -> tuple[Locator, ...]:
+    """Dictionary locators from JSON: ids, ``{"id", "version_id"?}`` or ElevenLabs'
+    ``{"pronunciation_dictionary_id", "version_id"?}``; a ``ProtocolError`` says what is wrong."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) > MAX_DICTIONARIES:
+        raise ProtocolError(
+            f"pronunciation dictionaries are a list of at most {MAX_DICTIONARIES}", code="invalid_dictionaries"
+        )
+    found = []
+    for item in value:
+        if isinstance(item, dict):
+            item_id, version = item.get("pronunciation_dictionary_id", item.get("id")), item.get("version_id")
+        else:
+            item_id, version = item, None
+        if not isinstance(item_id, str) or not 0 < len(item_id) <= 128 or not isinstance(version, str | None):
+            raise ProtocolError("a dictionary locator is an id or {id, version_id}", code="invalid_dictionaries")
+        found.append(Locator(item_id, version or None))
+    return tuple(found)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -193,6 +227,7 @@ def _options(data: Mapping[str, Any]) -> Options:
         raise ProtocolError(
             f"language must be a string of at most {MAX_LANGUAGE} characters", code="unsupported_language"
         )
+    found = data.get("pronunciation_dictionaries", data.get("pronunciation_dictionary_locators"))
     return Options(
         voice=voice,
         speed=None if speed is None else float(speed),
@@ -200,6 +235,7 @@ def _options(data: Mapping[str, Any]) -> Options:
         sample_rate=rate,
         chunking=chunking,
         language=language or None,
+        dictionaries=locators(found),
     )
 
 

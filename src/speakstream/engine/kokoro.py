@@ -196,7 +196,7 @@ class KokoroEngine(VoiceBankEngine):
 
     def parts(self, text: str, speaks: Language) -> list[Phonemized]:
         """``text`` normalised and phonemised in ``speaks``, cut into the model's token windows."""
-        return windows(self.phonemizer.phonemize(normalize(text, speaks), speaks))
+        return windows(self.phonemizer.phonemize(text, speaks, prepare=lambda plain: normalize(plain, speaks)))
 
     def _whole_piece(self, text: str, voice: str, speed: float, cancel: CancelToken | None) -> AudioPiece:
         """The chunk as one piece, on a whole graph (``timed``, ``original``): one inference per

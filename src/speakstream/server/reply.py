@@ -19,6 +19,8 @@ from typing import Any
 
 from speakstream.audio import Encoder, audio_format, open_encoder, output_rate
 from speakstream.engine.base import check_speed
+from speakstream.engine.phonemes import inline
+from speakstream.engine.phonemes.phonemizer import vocab
 from speakstream.engine.phonemes.scripts import check_script
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import CHUNKING
@@ -26,6 +28,7 @@ from speakstream.scheduler import Job, PlaybackClock, Scheduler
 from speakstream.server.tracing import ReplyTrace
 from speakstream.text import ChunkPolicy, IncrementalSentenceChunker, chunk_text
 from speakstream.text.chunker import has_words
+from speakstream.text.lexicon import INLINE, Lexicon, Rewriter
 from speakstream.types import AudioPiece, WordTimestamp
 
 
@@ -39,6 +42,8 @@ class ReplySettings:
     bitrate: int | None = None
     chunking: str = "auto"
     """``auto``: the server's policy; ``sentences``: whole sentences only; ``none``: one chunk."""
+    lexicon: Lexicon | None = None
+    """Pronunciation rules, applied to the text before it is chunked."""
 
 
 @dataclass(slots=True)
@@ -143,6 +148,7 @@ class Reply:
         self.clock = PlaybackClock()
         """How far this reply's audio is ahead of its listener (sizes the engine's windows)."""
         self._chunker = chunker_for(settings.chunking, policy or ChunkPolicy())
+        self._rewriter: Rewriter | None = settings.lexicon.rewriter() if settings.lexicon else None
         self._texts: deque[str] = deque()
         self._text_ready = asyncio.Event()
         self._ended = False
@@ -181,7 +187,7 @@ class Reply:
     def push(self, fragment: str) -> None:
         """Raw text (an LLM delta): this reply's chunker decides where chunks end."""
         self._take(fragment)
-        self._queue_texts(self._chunker.feed(fragment))
+        self._queue_texts(self._chunker.feed(self._rewritten(fragment)))
 
     async def apush(self, fragment: str) -> None:
         """``push``, with a fragment of ``OFF_LOOP_CHARS`` or more chunked in a worker thread; the
@@ -191,7 +197,7 @@ class Reply:
             return
         self._take(fragment)
         chunker = self._chunker
-        self._queue_texts(await asyncio.to_thread(chunker.feed, fragment))
+        self._queue_texts(await asyncio.to_thread(lambda: chunker.feed(self._rewritten(fragment))))
 
     async def speak(self, text: str) -> None:
         """A whole text, then the end of input (a long one chunked off the event loop)."""
@@ -202,7 +208,13 @@ class Reply:
         """Text the client already chunked: spoken as one chunk, as it is (after anything pushed
         before it), so a chunking client such as ``VoiceAgent`` is the only one that decides."""
         self._take(text)
-        self._queue_texts([*self._chunker.cut(), *([text.strip()] if text.strip() else [])])
+        held = self._chunker.feed(self._rewriter.flush()) if self._rewriter else []
+        text = self._rewriter.lexicon.apply(text) if self._rewriter else text
+        self._queue_texts([*held, *self._chunker.cut(), *([text.strip()] if text.strip() else [])])
+
+    def _rewritten(self, fragment: str) -> str:
+        """``fragment`` with the pronunciation rules applied (a tail that may start one is held)."""
+        return self._rewriter.feed(fragment) if self._rewriter else fragment
 
     @property
     def chunks_queued(self) -> int:
@@ -220,7 +232,8 @@ class Reply:
         if self._ended:
             return
         self._ended = True
-        self._queue_texts(self._chunker.flush_all())
+        held = self._chunker.feed(self._rewriter.flush()) if self._rewriter else []
+        self._queue_texts([*held, *self._chunker.flush_all()])
         self._text_ready.set()
 
     def _queue_texts(self, texts: list[str]) -> None:
@@ -330,7 +343,7 @@ class Reply:
         chunk_start = offset - piece.offset_s
         return ChunkOut(
             sequence,
-            job.text if first else "",
+            shown(job.text) if first else "",
             self._count(data),
             offset,
             piece.duration_s,
@@ -389,10 +402,20 @@ def chunker_for(chunking: str, policy: ChunkPolicy) -> IncrementalSentenceChunke
     raise InvalidInput(f"chunking must be one of {', '.join(CHUNKING)}, not {chunking!r}", code="invalid_chunking")
 
 
+def shown(text: str) -> str:
+    """A chunk's text as clients see it: a word given inline phonemes is the word alone."""
+    return INLINE.sub(r"\1", text) if "](/" in text else text
+
+
 def check_readable(scheduler: Scheduler, settings: ReplySettings, text: str) -> None:
     """A whole text the reply's language cannot read is a 400 before any audio, not an error
-    after the stream has begun (``unsupported_text``)."""
-    check_script(text, scheduler.engine.check_voice(settings.voice).speaks)
+    after the stream has begun (``unsupported_text``), and so are inline phonemes the model has
+    no symbols for (``invalid_phonemes``)."""
+    language = scheduler.engine.check_voice(settings.voice).speaks
+    check_script(text, language)
+    for span in inline.spans(text) if inline.has_inline(text) else ():
+        if span.phonemes is not None:
+            inline.to_kokoro(span.phonemes, language, vocab())
 
 
 def validate(scheduler: Scheduler, settings: ReplySettings) -> ReplySettings:

@@ -22,6 +22,7 @@ from speakstream.errors import Overloaded, SpeakstreamError
 from speakstream.protocol import Options
 from speakstream.scheduler import Job, Scheduler
 from speakstream.scheduler.cache import AudioCache
+from speakstream.server.dictionaries import DictionaryStore
 from speakstream.server.metrics import Metrics
 from speakstream.server.reply import Reply, ReplySettings
 from speakstream.server.tracing import Tracing
@@ -53,6 +54,12 @@ class Runtime:
         self.metrics.ready.set_function(lambda: float(self.ready and self.healthy))
         self.tracing = Tracing.from_env()
         """Traces per reply, when the ``OTEL_*`` variables ask for them."""
+        self.dictionaries = DictionaryStore.open(
+            config.dictionaries_dir,
+            config.lexicons_dir,
+            max_dictionaries=config.max_dictionaries,
+            max_rules=config.max_dictionary_rules,
+        )
 
     @property
     def ready(self) -> bool:
@@ -192,6 +199,7 @@ class Runtime:
             format=merged.format or self.config.format,
             sample_rate=merged.sample_rate,
             chunking=merged.chunking or "auto",
+            lexicon=self.dictionaries.lexicon(merged.dictionaries) if merged.dictionaries else None,
         )
 
     def error(self, exc: SpeakstreamError) -> None:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
 from speakstream.data import read_text
-from speakstream.engine.phonemes import g2p
+from speakstream.engine.phonemes import g2p, inline
 from speakstream.engine.phonemes.g2p import G2P, Token
 from speakstream.engine.phonemes.languages import BY_LETTER, Language
 from speakstream.engine.phonemes.scripts import check_script
@@ -74,11 +75,32 @@ class Phonemizer:
             self._g2p[language.tag] = g2p.load(language, english=lambda text: self._for(BY_LETTER["a"])(text))
         return self._g2p[language.tag]
 
-    def phonemize(self, text: str, language: Language | None = None) -> Phonemized:
+    def phonemize(
+        self, text: str, language: Language | None = None, prepare: Callable[[str], str] | None = None
+    ) -> Phonemized:
+        """``text``'s phonemes; ``prepare`` (normalisation) rewrites its plain text, never the
+        words given inline phonemes (``[word](/phonemes/)``)."""
         language = language or BY_LETTER["a"]
+        prepare = prepare or str
         check_script(text, language)
+        if not inline.has_inline(text):
+            with self._lock:
+                return self._assemble(self._for(language)(prepare(text)))
+        pieces = list(inline.spans(text))
+        given = [None if p.phonemes is None else inline.to_kokoro(p.phonemes, language, self._vocab) for p in pieces]
         with self._lock:
-            tokens = self._for(language)(text)
+            g2p = self._for(language)
+            if language.g2p == "english":  # misaki reads the inline form itself, in context
+                marked = [
+                    prepare(p.text) if s is None else f"[{p.text}](/{s}/)" for p, s in zip(pieces, given, strict=True)
+                ]
+                return self._assemble(g2p("".join(marked)))
+            tokens: list[Token] = []
+            for piece, spoken in zip(pieces, given, strict=True):
+                if spoken is not None:
+                    tokens.append(Token(piece.text, spoken, piece.space_after))
+                elif piece.text.strip():
+                    tokens += g2p(prepare(piece.text))
         return self._assemble(tokens)
 
     def _assemble(self, tokens: list[Token]) -> Phonemized:

@@ -32,7 +32,7 @@ from starlette.websockets import WebSocket
 
 from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput, ProtocolError, SpeakstreamError
-from speakstream.protocol import Options
+from speakstream.protocol import Locator, Options, locators
 from speakstream.server.contexts import Context, ContextSocket
 from speakstream.server.dialects.alignment import chunk_words
 from speakstream.server.http import audio_response, json_body, runtime_of, sse_parts
@@ -147,8 +147,18 @@ def _options(message: dict[str, Any], mapped_voice: Any, *, http: bool = False) 
         format=name,
         sample_rate=rate,
         language=language if isinstance(language, str) and language else None,
+        dictionaries=_dictionary(message.get("pronunciation_dict_id")),
     )
     return options, bitrate
+
+
+def _dictionary(value: object) -> tuple[Locator, ...]:
+    """Cartesia's ``pronunciation_dict_id``: one dictionary of the server's store."""
+    if value is None or value == "":
+        return ()
+    if not isinstance(value, str):
+        raise ProtocolError("pronunciation_dict_id must be a string", code="invalid_dictionaries")
+    return locators([value])
 
 
 def _format(fmt: object, *, http: bool) -> tuple[str, int | None]:

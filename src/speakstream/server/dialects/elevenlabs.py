@@ -38,7 +38,7 @@ from starlette.websockets import WebSocket
 
 from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput, ProtocolError, SpeakstreamError
-from speakstream.protocol import Options
+from speakstream.protocol import Options, locators
 from speakstream.server.contexts import ChunkTracker, Context, ContextSocket
 from speakstream.server.dialects.alignment import CharTimes, chunk_char_times
 from speakstream.server.http import audio_response, error_response, json_body, runtime_of, sse_parts, streaming
@@ -110,6 +110,7 @@ class ElevenLabsSocket(ContextSocket):
             format=fmt,
             sample_rate=rate,
             language=self._language,
+            dictionaries=locators(message.get("pronunciation_dictionary_locators")),
         )
         validate(self.rt.require_scheduler(), replace(self.rt.settings(options), bitrate=bitrate))
         return options, bitrate
@@ -244,6 +245,7 @@ async def _reply(request: Request, runtime: Runtime) -> Reply:
         format=fmt,
         sample_rate=rate,
         language=language if isinstance(language, str) and language else None,
+        dictionaries=locators(data.get("pronunciation_dictionary_locators")),
     )
     settings = replace(runtime.settings(options), bitrate=bitrate)
     check_readable(runtime.require_scheduler(), settings, text)
@@ -303,11 +305,15 @@ def _http_alignment(first: ChunkOut, duration_s: float, *, word_break: bool) -> 
     return {"characters": times.chars, "character_start_times_seconds": starts, "character_end_times_seconds": ends}
 
 
+def error_body(exc: SpeakstreamError) -> dict[str, Any]:
+    return {"detail": {"status": exc.code, "message": exc.message}}
+
+
 def _error_response(exc: SpeakstreamError, runtime: Runtime) -> Response:
     """ElevenLabs' error body: ``{"detail": {"status": <code>, "message": ...}}``."""
     retry = error_response(exc, runtime).headers.get("retry-after")
     return JSONResponse(
-        {"detail": {"status": exc.code, "message": exc.message}},
+        error_body(exc),
         status_code=exc.http_status,
         headers={"Retry-After": retry} if retry else None,
     )

@@ -1,0 +1,72 @@
+"""Inline phonemes, ``[word](/phonemes/)``, in every language: IPA or Kokoro's own symbols.
+
+The phonemes are mapped to Kokoro's symbols (English diphthongs and affricates have one symbol
+each there: ``eɪ`` is ``A``, ``dʒ`` is ``ʤ``) and must then be in the model's vocabulary; the
+word in brackets is what word timestamps show.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from speakstream.engine.phonemes.languages import Language
+from speakstream.errors import InvalidInput
+from speakstream.text.lexicon import INLINE
+
+_TIES = str.maketrans({"\u0361": None, "\u035c": None, "^": None, "'": "ˈ", ",": "ˌ", "g": "ɡ", "ɫ": "l"})
+_EVERY = (("dʒ", "ʤ"), ("tʃ", "ʧ"))
+_OTHER = (("ts", "ʦ"), ("dz", "ʣ"))  # espeak's affricates, one symbol each as misaki maps them
+_ENGLISH = (("eɪ", "A"), ("aɪ", "I"), ("aʊ", "W"), ("ɔɪ", "Y"), ("ɝ", "ɜɹ"), ("ɚ", "əɹ"), ("r", "ɹ"))
+_AMERICAN = (("oʊ", "O"), ("əʊ", "O"), ("ː", ""))
+_BRITISH = (("əʊ", "Q"), ("oʊ", "Q"))
+_VOWELS = "aeiouyæɐɑɒɔəɚɛɜɝɤɨɪɯʉʊʌøœɶAIOQWYᵊᵻ"
+_ONSET_STRESS = re.compile(f"([ˈˌ])([^{_VOWELS}ˈˌ ]+)(?=[{_VOWELS}])")
+"""IPA marks stress before a syllable's onset, Kokoro's symbols before its vowel (``bəˈnænə`` is
+``bənˈænə`` there): the model was trained on the second."""
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A piece of text: plain (``phonemes`` None) or a word with the phonemes that say it."""
+
+    text: str
+    phonemes: str | None = None
+    space_after: bool = False
+
+
+def spans(text: str) -> Iterator[Span]:
+    """``text`` as plain pieces and inline-phoneme words, in order."""
+    at = 0
+    for m in INLINE.finditer(text):
+        if m.start() > at:
+            yield Span(text[at : m.start()])
+        yield Span(m.group(1), m.group(2), text[m.end() : m.end() + 1].isspace())
+        at = m.end()
+    if at < len(text):
+        yield Span(text[at:])
+
+
+def has_inline(text: str) -> bool:
+    return "](/" in text and INLINE.search(text) is not None
+
+
+def to_kokoro(phonemes: str, language: Language, vocab: dict[str, int]) -> str:
+    """IPA (or Kokoro's symbols) as Kokoro's symbols for ``language``; ``InvalidInput``
+    (``invalid_phonemes``) naming a symbol the model does not have."""
+    mapped = phonemes.strip().translate(_TIES)
+    if language.g2p == "english":
+        rules = _EVERY + _ENGLISH + (_BRITISH if language.british else _AMERICAN)
+    else:
+        rules = _EVERY + _OTHER
+    for ipa, symbol in rules:
+        mapped = mapped.replace(ipa, symbol)
+    mapped = _ONSET_STRESS.sub(r"\2\1", mapped)
+    unknown = sorted({c for c in mapped if c not in vocab})
+    if unknown or not mapped.strip():
+        raise InvalidInput(
+            f"phonemes /{phonemes[:60]}/ have symbols Kokoro does not speak: {' '.join(unknown) or '(none given)'}",
+            code="invalid_phonemes",
+        )
+    return mapped
