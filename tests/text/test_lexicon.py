@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from speakstream.text.chunker import IncrementalSentenceChunker, chunk_text
 from speakstream.text.lexicon import INLINE, Lexicon, Rule, arpabet_to_ipa, merged
 
 RULES = [
@@ -115,3 +116,31 @@ def test_a_stream_holds_back_only_what_may_still_start_a_match() -> None:
     assert rewriter.feed("w York") == ""
     assert rewriter.feed(" City.") == "the Big Apple City."
     assert rewriter.flush() == ""
+
+
+SENTENCES = st.lists(
+    st.sampled_from(
+        [
+            "We met at the UN today. ",
+            "Ask [Kokoro](/kˈOkəɹO/) about it, please. ",
+            "The tomato, which Kokoro grew, was red! ",
+            "New York City is far; nasa is farther. ",
+            "Say [New York](/nˈu jˈɔɹk/) slowly, then stop. ",
+            "It runs 5km a day and sells [Zyx](/zˈɪks/) too. ",
+        ]
+    ),
+    min_size=1,
+    max_size=8,
+).map("".join)
+
+
+@given(text=SENTENCES, cuts=st.lists(st.integers(min_value=0, max_value=600), max_size=20))
+def test_rules_and_inline_phonemes_streamed_give_the_chunks_of_the_whole(text: str, cuts: list[int]) -> None:
+    """What a reply does with appended fragments: the rules, then the chunker."""
+    bounds = sorted({0, len(text), *(c for c in cuts if c < len(text))})
+    rewriter, chunker = LEXICON.rewriter(), IncrementalSentenceChunker()
+    chunks = [chunk for a, b in itertools.pairwise(bounds) for chunk in chunker.feed(rewriter.feed(text[a:b]))]
+    chunks += chunker.feed(rewriter.flush()) + chunker.flush_all()
+    assert chunks == chunk_text(LEXICON.apply(text))
+    for chunk in chunks:  # no inline word is cut in two
+        assert chunk.count("](/") == len(INLINE.findall(chunk))
