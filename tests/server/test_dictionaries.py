@@ -1,4 +1,4 @@
-"""Pronunciation dictionaries through the API (the official ``elevenlabs`` SDK, unchanged) and
+"""Pronunciation dictionaries through the APIs (the official ``elevenlabs`` and ``cartesia`` SDKs, unchanged) and
 in every route's requests, on the fake engine: what the engine is given is the chunks' text."""
 
 from __future__ import annotations
@@ -8,9 +8,11 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import cartesia
 import httpx
 import pytest
 import websockets
+from cartesia import Cartesia
 from elevenlabs import ElevenLabs
 from elevenlabs.core.api_error import ApiError
 
@@ -253,3 +255,27 @@ async def test_our_websocket_says_which_dictionary_it_does_not_have_and_goes_on(
                 if message["type"] == "synthesis_complete":
                     break
     assert "unknown_dictionary" in kinds and kinds[-1] == "synthesis_complete"
+
+
+def test_the_cartesia_sdk_creates_lists_updates_and_deletes_dictionaries(server: ThreadedServer) -> None:
+    client = Cartesia(api_key="unused", base_url=server.url)
+    made = client.pronunciation_dicts.create(
+        name="brands", items=[{"text": "Kokoro", "alias": "Coco Row"}, {"text": "Zyx", "alias": "<<z|ˈ|ɪ|k|s>>"}]
+    )
+    assert [i.alias for i in client.pronunciation_dicts.retrieve(made.id).items] == ["Coco Row", "<<z|ˈ|ɪ|k|s>>"]
+    others = [client.pronunciation_dicts.create(name=f"d{i}").id for i in range(3)]
+    assert [d.id for d in client.pronunciation_dicts.list(limit=2)] == [made.id, *others]  # page by page
+    body = {
+        "model_id": "sonic-2",
+        "transcript": "kokoro and Zyx.",
+        "voice": {"mode": "id", "id": "af_heart"},
+        "output_format": {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24_000},
+    }
+    client.tts.generate(**body, pronunciation_dict_id=made.id).read()  # type: ignore[arg-type]
+    assert "Coco Row and [Zyx](/zˈɪks/)." in _engine_texts(server)  # any capitalisation, as Cartesia's
+    updated = client.pronunciation_dicts.update(made.id, items=[{"text": "Kokoro", "alias": "the model"}])
+    assert [i.alias for i in updated.items] == ["the model"]
+    client.pronunciation_dicts.delete(made.id)
+    assert made.id not in [d.id for d in client.pronunciation_dicts.list()]
+    with pytest.raises(cartesia.NotFoundError):
+        client.pronunciation_dicts.retrieve(made.id)

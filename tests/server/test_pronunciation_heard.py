@@ -1,5 +1,5 @@
-"""Pronunciation rules with the real model, heard by Whisper: a dictionary made with the official
-``elevenlabs`` SDK and used by its streamed text-to-speech and by pipecat's ElevenLabs service;
+"""Pronunciation rules with the real model, heard by Whisper: dictionaries made with the official
+``elevenlabs`` and ``cartesia`` SDKs and used by their text-to-speech and by pipecat's ElevenLabs service;
 a phoneme rule checked in the phonemes sent to the model; inline phonemes in plain text."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cartesia import Cartesia
 from elevenlabs import ElevenLabs
 from pipecat.frames.frames import EndFrame, Frame, TTSAudioRawFrame, TTSSpeakFrame, TTSStoppedFrame
 from pipecat.pipeline.pipeline import Pipeline
@@ -112,4 +113,21 @@ async def test_pipecat_elevenlabs_service_speaks_with_a_dictionary_locator(
         await worker.queue_frame(EndFrame())
         await asyncio.wait_for(running, 30)
     heard = _heard(asr, bytes(audio))
+    assert "saturday" in heard and "banana" in heard, heard
+
+
+def test_the_cartesia_sdk_speaks_with_its_dictionary(kokoro_server: ThreadedServer, asr: Recognizer) -> None:
+    client = Cartesia(api_key="unused", base_url=kokoro_server.url)
+    made = client.pronunciation_dicts.create(
+        name="heard",
+        items=[{"text": "Zorbixal", "alias": "Saturday"}, {"text": "Qwertle", "alias": "<<b|ə|ˈ|n|æ|n|ə>>"}],
+    )
+    audio = client.tts.generate(
+        model_id="sonic-2",
+        transcript=TEXT,
+        voice={"mode": "id", "id": "af_heart"},
+        output_format={"container": "raw", "encoding": "pcm_s16le", "sample_rate": RATE},
+        pronunciation_dict_id=made.id,
+    ).read()
+    heard = _heard(asr, audio)
     assert "saturday" in heard and "banana" in heard, heard

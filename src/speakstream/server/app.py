@@ -18,7 +18,7 @@ from speakstream.engine.base import Engine
 from speakstream.errors import internal_error
 from speakstream.server import http, openai
 from speakstream.server.bidi import BidiSession
-from speakstream.server.dialects import cartesia, dictionaries, elevenlabs
+from speakstream.server.dialects import cartesia, cartesia_dictionaries, dictionaries, elevenlabs
 from speakstream.server.runtime import EngineFactory, Runtime
 from speakstream.server.security import SecurityMiddleware, client_of
 
@@ -79,6 +79,7 @@ def create_app(
         Route("/v1/session-token", http.session_token, methods=["POST"]),
         *elevenlabs.routes(),
         *dictionaries.routes(),
+        *cartesia_dictionaries.routes(),
         *cartesia.routes(),
         *extra_routes,
     ]

@@ -147,6 +147,14 @@ class DictionaryStore:
             self._put(changed)
         return changed
 
+    def delete(self, dictionary_id: str) -> None:
+        with self._lock:
+            self._writable(dictionary_id)
+            del self._items[dictionary_id]
+            self._lexicons = {k: v for k, v in self._lexicons.items() if k[0] != dictionary_id}
+            if self.directory is not None:
+                (self.directory / f"{dictionary_id}.json").unlink(missing_ok=True)
+
     def lexicon(self, locators: Sequence[Locator]) -> Lexicon | None:
         """The rules of ``locators``, the earlier dictionaries' first (``NotFound`` naming one
         the server does not have); None when they have no rules."""

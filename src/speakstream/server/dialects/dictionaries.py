@@ -106,7 +106,7 @@ async def _list(request: Request) -> dict[str, Any]:
     query = request.query_params
     archived = query.get("include_archived", "").lower() == "true"
     found = store_of(request).all(archived=archived)
-    key = (lambda d: d.name.lower()) if query.get("sort") == "name" else (lambda d: (d.created_unix, d.id))
+    key = (lambda d: d.name.lower()) if query.get("sort") == "name" else (lambda d: d.created_unix)
     found.sort(key=key, reverse=query.get("sort_direction", "descending").lower() != "ascending")
     size = min(max(int(query.get("page_size") or 30) if (query.get("page_size") or "30").isdigit() else 30, 1), 100)
     start = int(query["cursor"]) if query.get("cursor", "").isdigit() else 0
