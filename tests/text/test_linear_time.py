@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from speakstream.text import IncrementalSentenceChunker, SpeakableFilter, chunk_text, speakable
+from speakstream.text.lexicon import Lexicon, Rule
 from speakstream.text.segment import split_sentences
 from tests.scaling import RATIO_LIMIT, UNITS, growth, hostile_units
 
@@ -26,7 +27,22 @@ def _fed_filter(text: str) -> None:
     markdown.flush()
 
 
+HOSTILE_RULES = Lexicon(
+    [Rule(string=w, alias="x", word_boundaries=False) for w in ("a", "e.g.", "[", "a.", "1", "Mr", "你好")]
+    + [Rule(string=f"w{i}", alias="x", case_sensitive=False) for i in range(500)]
+)
+
+
+def _fed_rewriter(text: str) -> None:
+    rewriter = HOSTILE_RULES.rewriter()
+    for i in range(0, len(text), 7):
+        rewriter.feed(text[i : i + 7])
+    rewriter.flush()
+
+
 ENTRY_POINTS: dict[str, Callable[[str], object]] = {
+    "pronunciation rules": HOSTILE_RULES.apply,
+    "pronunciation rules fed in fragments": _fed_rewriter,
     "chunk_text": chunk_text,
     "chunker fed in fragments": _fed_chunker,
     "speakable": speakable,

@@ -30,6 +30,8 @@ from speakstream.text.lexicon import Lexicon, Rule, arpabet_to_ipa, merged
 log = logging.getLogger("speakstream.dictionaries")
 MAX_VERSIONS = 32
 """Versions kept per dictionary (the oldest go first); a request names one of these or the latest."""
+MAX_COMBINATIONS = 256
+"""Lexicons of several dictionaries together kept ready (cleared when full)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,7 @@ class DictionaryStore:
     _items: dict[str, Dictionary] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _lexicons: dict[tuple[str, str], Lexicon] = field(default_factory=dict)
+    _merged: dict[tuple[tuple[str, str], ...], Lexicon | None] = field(default_factory=dict)
 
     @classmethod
     def open(
@@ -152,20 +155,25 @@ class DictionaryStore:
             self._writable(dictionary_id)
             del self._items[dictionary_id]
             self._lexicons = {k: v for k, v in self._lexicons.items() if k[0] != dictionary_id}
+            self._merged = {k: v for k, v in self._merged.items() if all(key[0] != dictionary_id for key in k)}
             if self.directory is not None:
                 (self.directory / f"{dictionary_id}.json").unlink(missing_ok=True)
 
     def lexicon(self, locators: Sequence[Locator]) -> Lexicon | None:
         """The rules of ``locators``, the earlier dictionaries' first (``NotFound`` naming one
         the server does not have); None when they have no rules."""
-        lexicons = []
+        keys = []
         for locator in locators:
             version = self.get(locator.dictionary_id).version(locator.version_id)
-            key = (locator.dictionary_id, version.id)
-            if key not in self._lexicons:
-                self._lexicons[key] = Lexicon(version.rules)
-            lexicons.append(self._lexicons[key])
-        return merged(lexicons)
+            keys.append((locator.dictionary_id, version.id))
+            if keys[-1] not in self._lexicons:
+                self._lexicons[keys[-1]] = Lexicon(version.rules)
+        combined = tuple(keys)
+        if combined not in self._merged:  # built once: 5,000 rules take about 45 ms
+            if len(self._merged) >= MAX_COMBINATIONS:
+                self._merged.clear()
+            self._merged[combined] = merged([self._lexicons[key] for key in keys])
+        return self._merged[combined]
 
     def _change(self, dictionary_id: str, rules_of: Any) -> Dictionary:
         with self._lock:

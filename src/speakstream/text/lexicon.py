@@ -10,7 +10,7 @@ of a text gives exactly what the whole text gives, and a rule never falls across
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -20,6 +20,11 @@ dot or a second slash, so ``[docs](/guide/intro)`` and ``[site](https://x.io/)``
 _INLINE_PREFIX = re.compile(r"\[[^\[\]\n]{0,100}(?:\](?:\((?:/[^/()\n.,;:!?\[\]]{0,200}/?)?)?)?\Z")
 _INLINE_MAX = 306
 ALPHABETS = ("ipa", "cmu-arpabet")
+_KEY = 3
+MAX_STRING = 100
+"""A rule's string: a streamed reply holds back at most this much waiting for a match, and a
+lexicon keeps every prefix of every string (5,000 rules: at most 500,000 prefixes)."""
+"""Rules are indexed by their first this many characters."""
 _PHONEME_JUNK = re.compile(r"[/()\[\].\n]")  # slashes, brackets, IPA syllable dots
 
 
@@ -35,8 +40,8 @@ class Rule:
     word_boundaries: bool = True
 
     def __post_init__(self) -> None:
-        if not self.string.strip() or len(self.string) > 200:
-            raise ValueError("a rule's string_to_replace must be 1 to 200 characters, not blank")
+        if not self.string.strip() or len(self.string) > MAX_STRING:
+            raise ValueError(f"a rule's string_to_replace must be 1 to {MAX_STRING} characters, not blank")
         if (self.alias is None) == (self.phoneme is None):
             raise ValueError("a rule is an alias or a phoneme rule: give one of alias and phoneme")
         if self.phoneme is not None and self.alphabet not in ALPHABETS:
@@ -50,12 +55,6 @@ class Rule:
     def kind(self) -> str:
         return "alias" if self.alias is not None else "phoneme"
 
-    def pattern(self) -> str:
-        body = re.escape(self.string)
-        if self.word_boundaries:
-            body = rf"(?<!\w){body}(?!\w)"
-        return body if self.case_sensitive else f"(?i:{body})"
-
     def spoken(self, matched: str) -> str:
         """What replaces ``matched``: the alias, or the inline phonemes with ``matched`` shown."""
         if self.alias is not None:
@@ -67,8 +66,10 @@ class Rule:
 
 
 class Lexicon:
-    """Rules compiled into one pattern: the longest string wins where several start at once, and
-    the first rule given wins between equal strings (earlier dictionaries before later ones)."""
+    """Rules indexed by their first characters: the longest string wins where several start at
+    once, and the first rule given wins between equal strings (earlier dictionaries first). A scan
+    costs a few dictionary lookups a character whatever the number of rules (one regular
+    expression of every rule costs the rules times the characters)."""
 
     def __init__(self, rules: Iterable[Rule]) -> None:
         unique: dict[tuple[str, bool], Rule] = {}
@@ -76,8 +77,9 @@ class Lexicon:
             key = (rule.string if rule.case_sensitive else rule.string.lower(), rule.case_sensitive)
             unique.setdefault(key, rule)
         self.rules: tuple[Rule, ...] = tuple(sorted(unique.values(), key=lambda r: -len(r.string)))
-        branches = [INLINE.pattern] + [f"({rule.pattern()})" for rule in self.rules]
-        self._pattern = re.compile("|".join(f"(?:{b})" if i == 0 else b for i, b in enumerate(branches)))
+        self._exact = _buckets((i, r.string) for i, r in enumerate(self.rules) if r.case_sensitive)
+        self._folded = _buckets((i, r.string.lower()) for i, r in enumerate(self.rules) if not r.case_sensitive)
+        self._firsts = frozenset(k[0] for k in self._exact) | frozenset(k[0] for k in self._folded)
         self.longest = max((len(r.string) for r in self.rules), default=0)
 
     def __bool__(self) -> bool:
@@ -96,14 +98,55 @@ class Lexicon:
 
     def _pieces(self, text: str, start: int, stop: int) -> Iterable[str]:
         at = start
-        for m in self._pattern.finditer(text, start):
-            if m.end() > stop:
+        for first, end, spoken in self.matches(text, start):
+            if end > stop:
                 break
-            yield text[at : m.start()]
-            rule_index = m.lastindex - 3 if m.lastindex is not None and m.lastindex >= 3 else None
-            yield m.group() if rule_index is None else self.rules[rule_index].spoken(m.group())
-            at = m.end()
+            yield text[at:first]
+            yield spoken
+            at = end
         yield text[at:stop]
+
+    def matches(self, text: str, start: int = 0) -> Iterator[tuple[int, int, str]]:
+        """Each match in ``text[start:]``, leftmost first: (start, end, what is said instead).
+        Inline phonemes already there are matches of themselves, never rewritten or cut."""
+        inline = [(m.start(), m.end()) for m in INLINE.finditer(text, start)] if "](/" in text else []
+        inline.append((len(text), len(text)))
+        next_inline, at = 0, start
+        while at < len(text):
+            if at == inline[next_inline][0]:
+                yield at, inline[next_inline][1], text[at : inline[next_inline][1]]
+                at = inline[next_inline][1]
+                next_inline += 1
+                continue
+            char = text[at]
+            if char in self._firsts or char.lower() in self._firsts:
+                found = self._match_at(text, at, inline[next_inline][0])
+                if found is not None:
+                    yield found
+                    at = found[1]
+                    continue
+            at += 1
+
+    def _match_at(self, text: str, at: int, limit: int) -> tuple[int, int, str] | None:
+        """The longest rule matching at ``at`` and ending by ``limit`` (the next inline word)."""
+        found: list[int] = []
+        for buckets, fold in ((self._exact, False), (self._folded, True)):
+            for size in range(1, _KEY + 1):
+                key = text[at : at + size]
+                for length, strings in buckets.get(key.lower() if fold else key, ()):
+                    written = text[at : at + length]
+                    index = strings.get(written.lower() if fold else written)
+                    if index is None or at + length > limit:
+                        continue
+                    rule = self.rules[index]
+                    if rule.word_boundaries and (_is_word(text, at - 1) or _is_word(text, at + length)):
+                        continue
+                    found.append(index)
+        if not found:
+            return None
+        rule = self.rules[min(found)]  # the longest; between equals, the first given
+        written = text[at : at + len(rule.string)]
+        return at, at + len(written), rule.spoken(written)
 
     def could_start(self, tail: str) -> bool:
         """Whether ``tail`` (text at the end of what has arrived) may be the start of a match."""
@@ -144,13 +187,30 @@ class Rewriter:
             if self.lexicon.could_start(buf[at:]):
                 hold = at
                 break
-        for m in self.lexicon._pattern.finditer(buf, start):
-            if m.start() >= hold:
+        for first, end, _ in self.lexicon.matches(buf, start):
+            if first >= hold:
                 break
-            if m.end() > hold or m.end() == len(buf):
-                hold = m.start()
+            if end > hold or end == len(buf):
+                hold = first
                 break
         return hold if hold > start else start
+
+
+Buckets = dict[str, list[tuple[int, dict[str, int]]]]
+
+
+def _buckets(strings: Iterable[tuple[int, str]]) -> Buckets:
+    """Rule indices by their strings' first ``_KEY`` characters, then by length (longest first),
+    then by the whole string: a lookup costs the lengths in one bucket, not the rules."""
+    by_key: dict[str, dict[int, dict[str, int]]] = {}
+    for index, string in strings:
+        by_key.setdefault(string[:_KEY], {}).setdefault(len(string), {}).setdefault(string, index)
+    return {key: sorted(lengths.items(), reverse=True) for key, lengths in by_key.items()}
+
+
+def _is_word(text: str, at: int) -> bool:
+    """Whether ``text[at]`` is a word character (as ``\\w``); outside the text is not."""
+    return 0 <= at < len(text) and (text[at].isalnum() or text[at] == "_")
 
 
 def arpabet_to_ipa(arpabet: str) -> str:
@@ -176,6 +236,9 @@ _ARPABET = {
 
 
 def merged(lexicons: Sequence[Lexicon]) -> Lexicon | None:
-    """One lexicon of several, earlier ones first; None when there are no rules at all."""
+    """One lexicon of several, earlier ones first (one alone is itself); None when there are no
+    rules at all."""
+    if len(lexicons) == 1:
+        return lexicons[0] or None
     rules = [rule for lexicon in lexicons for rule in lexicon.rules]
     return Lexicon(rules) if rules else None
