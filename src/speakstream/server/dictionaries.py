@@ -147,7 +147,8 @@ class DictionaryStore:
                 description=found.description if description is None else description,
                 archived_unix=archived_unix,
             )
-            self._put(changed)
+            if changed != found:  # nothing asked for: no rewrite of its file
+                self._put(changed)
         return changed
 
     def delete(self, dictionary_id: str) -> None:

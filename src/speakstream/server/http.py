@@ -15,11 +15,12 @@ import base64
 import json
 import logging
 import math
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
 from starlette.types import Message, Send
 
 from speakstream.engine.base import check_text
@@ -53,6 +54,26 @@ def error_response(exc: SpeakstreamError, runtime: Runtime | None = None) -> JSO
         runtime.error(exc)
     headers = {"Retry-After": "1"} if exc.retryable and exc.http_status == 503 else None
     return JSONResponse({"error": exc.to_dict()}, status_code=exc.http_status, headers=headers)
+
+
+def json_route(
+    path: str,
+    work: Callable[[Request], Awaitable[Any]],
+    method: str,
+    errors: Callable[[SpeakstreamError, Runtime], Response] = error_response,
+) -> Route:
+    """A route answering ``work``'s JSON (204 when it returns None), or the ``errors`` response
+    (which counts the error) to a ``SpeakstreamError``: the dictionary APIs' routes."""
+
+    async def endpoint(request: Request) -> Response:
+        runtime = runtime_of(request)
+        try:
+            answer = await work(request)
+        except SpeakstreamError as exc:
+            return errors(exc, runtime)
+        return Response(status_code=204) if answer is None else JSONResponse(answer)
+
+    return Route(path, endpoint, methods=[method])
 
 
 async def ping(request: Request) -> Response:

@@ -19,7 +19,7 @@ from typing import Any
 
 from speakstream.audio import Encoder, audio_format, open_encoder, output_rate
 from speakstream.engine.base import check_speed
-from speakstream.engine.phonemes import inline
+from speakstream.engine.phonemes.inline import to_kokoro
 from speakstream.engine.phonemes.phonemizer import vocab
 from speakstream.engine.phonemes.scripts import check_script
 from speakstream.errors import InvalidInput, SpeakstreamError
@@ -208,13 +208,17 @@ class Reply:
         """Text the client already chunked: spoken as one chunk, as it is (after anything pushed
         before it), so a chunking client such as ``VoiceAgent`` is the only one that decides."""
         self._take(text)
-        held = self._chunker.feed(self._rewriter.flush()) if self._rewriter else []
+        held = self._held_back()
         text = self._rewriter.lexicon.apply(text) if self._rewriter else text
         self._queue_texts([*held, *self._chunker.cut(), *([text.strip()] if text.strip() else [])])
 
     def _rewritten(self, fragment: str) -> str:
         """``fragment`` with the pronunciation rules applied (a tail that may start one is held)."""
         return self._rewriter.feed(fragment) if self._rewriter else fragment
+
+    def _held_back(self) -> list[str]:
+        """The chunks the text the rules held back completes, now that no more follows it."""
+        return self._chunker.feed(self._rewriter.flush()) if self._rewriter else []
 
     @property
     def chunks_queued(self) -> int:
@@ -232,8 +236,7 @@ class Reply:
         if self._ended:
             return
         self._ended = True
-        held = self._chunker.feed(self._rewriter.flush()) if self._rewriter else []
-        self._queue_texts([*held, *self._chunker.flush_all()])
+        self._queue_texts([*self._held_back(), *self._chunker.flush_all()])
         self._text_ready.set()
 
     def _queue_texts(self, texts: list[str]) -> None:
@@ -413,9 +416,8 @@ def check_readable(scheduler: Scheduler, settings: ReplySettings, text: str) -> 
     no symbols for (``invalid_phonemes``)."""
     language = scheduler.engine.check_voice(settings.voice).speaks
     check_script(text, language)
-    for span in inline.spans(text) if inline.has_inline(text) else ():
-        if span.phonemes is not None:
-            inline.to_kokoro(span.phonemes, language, vocab())
+    for given in INLINE.finditer(text):
+        to_kokoro(given.group(2), language, vocab())
 
 
 def validate(scheduler: Scheduler, settings: ReplySettings) -> ReplySettings:

@@ -20,11 +20,13 @@ dot or a second slash, so ``[docs](/guide/intro)`` and ``[site](https://x.io/)``
 _INLINE_PREFIX = re.compile(r"\[[^\[\]\n]{0,100}(?:\](?:\((?:/[^/()\n.,;:!?\[\]]{0,200}/?)?)?)?\Z")
 _INLINE_MAX = 306
 ALPHABETS = ("ipa", "cmu-arpabet")
+Match = tuple[int, int, str]
+"""Where a rule (or an inline word) matches, and what is said there: (start, end, spoken)."""
 _KEY = 3
+"""Rules are indexed by their first this many characters."""
 MAX_STRING = 100
 """A rule's string: a streamed reply holds back at most this much waiting for a match, and a
 lexicon keeps every prefix of every string (5,000 rules: at most 500,000 prefixes)."""
-"""Rules are indexed by their first this many characters."""
 _PHONEME_JUNK = re.compile(r"[/()\[\].\n]")  # slashes, brackets, IPA syllable dots
 
 
@@ -94,11 +96,12 @@ class Lexicon:
 
     def apply(self, text: str, start: int = 0) -> str:
         """``text[start:]`` with every rule applied (``text[:start]`` is context only)."""
-        return "".join(self._pieces(text, start, len(text)))
+        return "".join(self._pieces(text, start, len(text), self.matches(text, start)))
 
-    def _pieces(self, text: str, start: int, stop: int) -> Iterable[str]:
+    def _pieces(self, text: str, start: int, stop: int, found: Iterable[Match]) -> Iterable[str]:
+        """``text[start:stop]`` with the matches ``found`` there said instead."""
         at = start
-        for first, end, spoken in self.matches(text, start):
+        for first, end, spoken in found:
             if end > stop:
                 break
             yield text[at:first]
@@ -106,7 +109,7 @@ class Lexicon:
             at = end
         yield text[at:stop]
 
-    def matches(self, text: str, start: int = 0) -> Iterator[tuple[int, int, str]]:
+    def matches(self, text: str, start: int = 0) -> Iterator[Match]:
         """Each match in ``text[start:]``, leftmost first: (start, end, what is said instead).
         Inline phonemes already there are matches of themselves, never rewritten or cut."""
         inline = [(m.start(), m.end()) for m in INLINE.finditer(text, start)] if "](/" in text else []
@@ -127,7 +130,7 @@ class Lexicon:
                     continue
             at += 1
 
-    def _match_at(self, text: str, at: int, limit: int) -> tuple[int, int, str] | None:
+    def _match_at(self, text: str, at: int, limit: int) -> Match | None:
         """The longest rule matching at ``at`` and ending by ``limit`` (the next inline word)."""
         found: list[int] = []
         for buckets, fold in ((self._exact, False), (self._folded, True)):
@@ -167,9 +170,11 @@ class Rewriter:
 
     def feed(self, fragment: str) -> str:
         self._buf += fragment
-        hold = self._hold()
-        out = "".join(self.lexicon._pieces(self._buf, self._start, hold))
-        self._buf, self._start = self._buf[hold - 1 :] if hold else self._buf, 1 if hold else self._start
+        found = list(self.lexicon.matches(self._buf, self._start))
+        hold = self._hold(found)
+        out = "".join(self.lexicon._pieces(self._buf, self._start, hold, found))
+        if hold:
+            self._buf, self._start = self._buf[hold - 1 :], 1
         return out
 
     def flush(self) -> str:
@@ -177,9 +182,9 @@ class Rewriter:
         self._buf, self._start = "", 0
         return out
 
-    def _hold(self) -> int:
+    def _hold(self, found: list[Match]) -> int:
         """Where the held-back tail starts: the earliest place a match may still begin, moved
-        back before any match that would cross it."""
+        back before any of the matches ``found`` that would cross it."""
         buf, start = self._buf, self._start
         reach = max(self.lexicon.longest, _INLINE_MAX)
         hold = len(buf)
@@ -187,7 +192,7 @@ class Rewriter:
             if self.lexicon.could_start(buf[at:]):
                 hold = at
                 break
-        for first, end, _ in self.lexicon.matches(buf, start):
+        for first, end, _ in found:
             if first >= hold:
                 break
             if end > hold or end == len(buf):

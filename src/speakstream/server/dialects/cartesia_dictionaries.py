@@ -14,12 +14,11 @@ import time
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 
-from speakstream.errors import InvalidInput, SpeakstreamError
+from speakstream.errors import InvalidInput
 from speakstream.server.dictionaries import Dictionary, checked
-from speakstream.server.http import error_response, json_body, runtime_of
+from speakstream.server.http import json_body, json_route, runtime_of
 from speakstream.text.lexicon import Rule
 
 BASE = "/pronunciation-dicts"
@@ -101,26 +100,14 @@ async def _list(request: Request) -> Any:
     return {"data": [_dict(d) for d in page], "has_more": len(found) > len(page)}
 
 
-def _route(path: str, work: Any, method: str) -> Route:
-    async def endpoint(request: Request) -> Response:
-        try:
-            answer = await work(request)
-        except SpeakstreamError as exc:
-            runtime_of(request).error(exc)
-            return error_response(exc, runtime_of(request))
-        return Response(status_code=204) if answer is None else JSONResponse(answer)
-
-    return Route(path, endpoint, methods=[method])
-
-
 def routes() -> list[BaseRoute]:
     one = BASE + "/{dictionary_id}"
     return [
-        _route(f"{BASE}/", _create, "POST"),
-        _route(BASE, _create, "POST"),
-        _route(f"{BASE}/", _list, "GET"),
-        _route(BASE, _list, "GET"),
-        _route(one, _retrieve, "GET"),
-        _route(one, _update, "PATCH"),
-        _route(one, _delete, "DELETE"),
+        json_route(f"{BASE}/", _create, "POST"),
+        json_route(BASE, _create, "POST"),
+        json_route(f"{BASE}/", _list, "GET"),
+        json_route(BASE, _list, "GET"),
+        json_route(one, _retrieve, "GET"),
+        json_route(one, _update, "PATCH"),
+        json_route(one, _delete, "DELETE"),
     ]

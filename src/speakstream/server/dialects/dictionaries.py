@@ -8,16 +8,17 @@ PLS ``download``. Each change answers with the new version's id, which requests 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from speakstream.errors import InvalidInput, SpeakstreamError
-from speakstream.server.dialects.elevenlabs import error_body
+from speakstream.server.dialects.elevenlabs import elevenlabs_error
 from speakstream.server.dictionaries import Dictionary, DictionaryStore, checked, rule_json, rule_of
-from speakstream.server.http import json_body, runtime_of
+from speakstream.server.http import json_body, json_route, runtime_of
 from speakstream.text import pls
 from speakstream.text.lexicon import Rule
 
@@ -69,15 +70,6 @@ def _metadata(found: Dictionary) -> dict[str, Any]:
 
 def _version(found: Dictionary) -> dict[str, Any]:
     return {"id": found.id, "version_id": found.latest.id, "version_rules_num": len(found.latest.rules)}
-
-
-async def _answer(request: Request, work: Any) -> Response:
-    """``work(request)``'s JSON, or ElevenLabs' error body with the error's status."""
-    try:
-        return JSONResponse(await work(request))
-    except SpeakstreamError as exc:
-        runtime_of(request).error(exc)
-        return JSONResponse(error_body(exc), status_code=exc.http_status)
 
 
 async def _from_rules(request: Request) -> dict[str, Any]:
@@ -152,7 +144,7 @@ async def download(request: Request) -> Response:
         found = store_of(request).get(request.path_params["dictionary_id"])
         version = found.version(request.path_params["version_id"])
     except SpeakstreamError as exc:
-        return JSONResponse(error_body(exc), status_code=exc.http_status)
+        return elevenlabs_error(exc, runtime_of(request))
     headers = {"Content-Disposition": f'attachment; filename="{found.id}.pls"'}
     return Response(pls.dump(version.rules), media_type="application/pls+xml", headers=headers)
 
@@ -164,11 +156,8 @@ def _description(data: dict[str, Any]) -> str | None:
     return value or None
 
 
-def _route(path: str, work: Any, method: str) -> Route:
-    async def endpoint(request: Request) -> Response:
-        return await _answer(request, work)
-
-    return Route(path, endpoint, methods=[method])
+def _route(path: str, work: Callable[[Request], Awaitable[Any]], method: str) -> Route:
+    return json_route(path, work, method, errors=elevenlabs_error)
 
 
 def routes() -> list[BaseRoute]:

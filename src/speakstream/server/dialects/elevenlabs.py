@@ -229,7 +229,7 @@ async def _admitted(request: Request, runtime: Runtime) -> Reply | Response:
         reply = await _reply(request, runtime)
         await reply.admitted()
     except SpeakstreamError as exc:
-        return _error_response(exc, runtime)
+        return elevenlabs_error(exc, runtime)
     runtime.metrics.requests.labels("elevenlabs").inc()
     return reply
 
@@ -291,7 +291,7 @@ async def _timed_whole(reply: Reply, runtime: Runtime) -> Response:
             for key, values in (alignment or {}).items():
                 whole[key] += values
     except SpeakstreamError as exc:
-        return _error_response(exc, runtime)
+        return elevenlabs_error(exc, runtime)
     body = {"audio_base64": base64.b64encode(bytes(audio)).decode("ascii"), "alignment": whole}
     return JSONResponse({**body, "normalized_alignment": whole})
 
@@ -305,15 +305,11 @@ def _http_alignment(first: ChunkOut, duration_s: float, *, word_break: bool) -> 
     return {"characters": times.chars, "character_start_times_seconds": starts, "character_end_times_seconds": ends}
 
 
-def error_body(exc: SpeakstreamError) -> dict[str, Any]:
-    return {"detail": {"status": exc.code, "message": exc.message}}
-
-
-def _error_response(exc: SpeakstreamError, runtime: Runtime) -> Response:
+def elevenlabs_error(exc: SpeakstreamError, runtime: Runtime) -> Response:
     """ElevenLabs' error body: ``{"detail": {"status": <code>, "message": ...}}``."""
     retry = error_response(exc, runtime).headers.get("retry-after")
     return JSONResponse(
-        error_body(exc),
+        {"detail": {"status": exc.code, "message": exc.message}},
         status_code=exc.http_status,
         headers={"Retry-After": retry} if retry else None,
     )
