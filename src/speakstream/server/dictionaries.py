@@ -170,7 +170,7 @@ class DictionaryStore:
             if keys[-1] not in self._lexicons:
                 self._lexicons[keys[-1]] = Lexicon(version.rules)
         combined = tuple(keys)
-        if combined not in self._merged:  # built once: 5,000 rules take about 45 ms
+        if combined not in self._merged:  # built once per combination (building is the costly part)
             if len(self._merged) >= MAX_COMBINATIONS:
                 self._merged.clear()
             self._merged[combined] = merged([self._lexicons[key] for key in keys])
