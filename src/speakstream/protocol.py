@@ -16,7 +16,7 @@ Client -> server::
     {"type": "close"}
 
 OPTIONS are any of ``"voice"``, ``"speed"``, ``"format"``, ``"sample_rate"``, ``"chunking"`` (text
-only), ``"language"`` and ``"pronunciation_dictionaries"`` (see ``Options``).
+only), ``"language"``, ``"pronunciation_dictionaries"`` and ``"text_type"`` (see ``Options``).
 
 ``append`` adds raw LLM fragments that the server chunks itself; ``"chunk": true`` says the text
 is a whole chunk, chunked by the client: it is spoken as it is, at once, and not split again.
@@ -43,6 +43,7 @@ MAX_REQUEST_ID = 128
 CHUNKING = ("auto", "sentences", "none")
 MAX_LANGUAGE = 24
 MAX_DICTIONARIES = 8
+TEXT_TYPES = ("text", "ssml")
 
 
 # Client messages
@@ -65,6 +66,9 @@ class Options:
     """Pronunciation dictionaries to apply, the earlier first: ``"pronunciation_dictionaries"``,
     a list of ids or of ``{"id", "version_id"?}`` (ElevenLabs' ``pronunciation_dictionary_locators``,
     ``{"pronunciation_dictionary_id", "version_id"?}``, is read too)."""
+    text_type: str | None = None
+    """``ssml`` (the text is SSML; one without a root is read as inside ``<speak>``) or ``text``
+    (never SSML); default: SSML when the text is a ``<speak>`` document."""
 
     @classmethod
     def parse(cls, data: Mapping[str, Any], *, strings: bool = False) -> Options:
@@ -227,6 +231,9 @@ def _options(data: Mapping[str, Any]) -> Options:
         raise ProtocolError(
             f"language must be a string of at most {MAX_LANGUAGE} characters", code="unsupported_language"
         )
+    text_type = data.get("text_type")
+    if text_type is not None and text_type not in TEXT_TYPES:
+        raise ProtocolError(f"text_type must be one of {', '.join(TEXT_TYPES)}", code="invalid_text_type")
     found = data.get("pronunciation_dictionaries", data.get("pronunciation_dictionary_locators"))
     return Options(
         voice=voice,
@@ -236,6 +243,7 @@ def _options(data: Mapping[str, Any]) -> Options:
         chunking=chunking,
         language=language or None,
         dictionaries=locators(found),
+        text_type=text_type,
     )
 
 

@@ -42,7 +42,8 @@ from speakstream.protocol import (
     safe_audio_frames,
 )
 from speakstream.server.outbox import Outbox, Outgoing, SentLog, send_frame
-from speakstream.server.reply import ChunkOut, Reply, validate
+from speakstream.server.reading import validate
+from speakstream.server.reply import ChunkOut, Reply
 from speakstream.server.runtime import Runtime
 
 log = logging.getLogger("speakstream.session")

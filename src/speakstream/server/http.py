@@ -27,7 +27,8 @@ from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput, SpeakstreamError, UnsupportedMediaType
 from speakstream.protocol import Options, sse_event
 from speakstream.scheduler import Scheduler
-from speakstream.server.reply import ChunkOut, Reply, check_readable
+from speakstream.server.reading import check_readable
+from speakstream.server.reply import ChunkOut, Reply
 from speakstream.server.runtime import Runtime
 from speakstream.server.security import TOKEN_TTL_S, client_of, issue_token
 

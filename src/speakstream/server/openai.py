@@ -29,7 +29,8 @@ from speakstream.server.http import (
     streaming,
     trace_header,
 )
-from speakstream.server.reply import Reply, check_readable
+from speakstream.server.reading import check_readable
+from speakstream.server.reply import Reply
 from speakstream.server.runtime import Runtime
 from speakstream.server.security import client_of
 

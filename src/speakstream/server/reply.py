@@ -14,36 +14,31 @@ import time
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from speakstream.audio import Encoder, audio_format, open_encoder, output_rate
-from speakstream.engine.base import check_speed
-from speakstream.engine.phonemes.inline import to_kokoro
-from speakstream.engine.phonemes.phonemizer import vocab
-from speakstream.engine.phonemes.scripts import check_script
+from speakstream.engine.base import MAX_SPEED, MIN_SPEED
+from speakstream.engine.voices import with_language
 from speakstream.errors import InvalidInput, SpeakstreamError
-from speakstream.protocol import CHUNKING
 from speakstream.scheduler import Job, PlaybackClock, Scheduler
+from speakstream.server.reading import ReplySettings, readable, script_for, shown, validate
 from speakstream.server.tracing import ReplyTrace
-from speakstream.text import ChunkPolicy, IncrementalSentenceChunker, chunk_text
-from speakstream.text.chunker import has_words
-from speakstream.text.lexicon import INLINE, Lexicon, Rewriter
-from speakstream.types import AudioPiece, WordTimestamp
+from speakstream.text import ChunkPolicy
+from speakstream.text.script import Part, Say
+from speakstream.text.ssml import Pause
+from speakstream.types import SAMPLE_RATE, AudioPiece, WordTimestamp
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReplySettings:
-    voice: str = "af_heart"
-    speed: float = 1.0
-    format: str = "pcm"
-    sample_rate: int | None = None
-    """Output rate; None means the format's default (24 kHz, or 8 kHz for mu-law)."""
-    bitrate: int | None = None
-    chunking: str = "auto"
-    """``auto``: the server's policy; ``sentences``: whole sentences only; ``none``: one chunk."""
-    lexicon: Lexicon | None = None
-    """Pronunciation rules, applied to the text before it is chunked."""
+@dataclass(frozen=True, slots=True)
+class Spoken:
+    """A chunk queued to speak, with the voice and speed it is read in."""
+
+    text: str
+    voice: str
+    speed: float
 
 
 @dataclass(slots=True)
@@ -147,9 +142,8 @@ class Reply:
         self.trace = trace or ReplyTrace(None, None)
         self.clock = PlaybackClock()
         """How far this reply's audio is ahead of its listener (sizes the engine's windows)."""
-        self._chunker = chunker_for(settings.chunking, policy or ChunkPolicy())
-        self._rewriter: Rewriter | None = settings.lexicon.rewriter() if settings.lexicon else None
-        self._texts: deque[str] = deque()
+        self._script = script_for(scheduler, settings, policy or ChunkPolicy())
+        self._texts: deque[Spoken | Pause] = deque()
         self._text_ready = asyncio.Event()
         self._ended = False
         self._received = 0
@@ -187,7 +181,7 @@ class Reply:
     def push(self, fragment: str) -> None:
         """Raw text (an LLM delta): this reply's chunker decides where chunks end."""
         self._take(fragment)
-        self._queue_texts(self._chunker.feed(self._rewritten(fragment)))
+        self._queue(self._script.feed(fragment))
 
     async def apush(self, fragment: str) -> None:
         """``push``, with a fragment of ``OFF_LOOP_CHARS`` or more chunked in a worker thread; the
@@ -196,8 +190,7 @@ class Reply:
             self.push(fragment)
             return
         self._take(fragment)
-        chunker = self._chunker
-        self._queue_texts(await asyncio.to_thread(lambda: chunker.feed(self._rewritten(fragment))))
+        self._queue(await asyncio.to_thread(self._script.feed, fragment))
 
     async def speak(self, text: str) -> None:
         """A whole text, then the end of input (a long one chunked off the event loop)."""
@@ -208,17 +201,7 @@ class Reply:
         """Text the client already chunked: spoken as one chunk, as it is (after anything pushed
         before it), so a chunking client such as ``VoiceAgent`` is the only one that decides."""
         self._take(text)
-        held = self._held_back()
-        text = self._rewriter.lexicon.apply(text) if self._rewriter else text
-        self._queue_texts([*held, *self._chunker.cut(), *([text.strip()] if text.strip() else [])])
-
-    def _rewritten(self, fragment: str) -> str:
-        """``fragment`` with the pronunciation rules applied (a tail that may start one is held)."""
-        return self._rewriter.feed(fragment) if self._rewriter else fragment
-
-    def _held_back(self) -> list[str]:
-        """The chunks the text the rules held back completes, now that no more follows it."""
-        return self._chunker.feed(self._rewriter.flush()) if self._rewriter else []
+        self._queue(self._script.chunk(text))
 
     @property
     def chunks_queued(self) -> int:
@@ -236,20 +219,31 @@ class Reply:
         if self._ended:
             return
         self._ended = True
-        self._queue_texts([*self._held_back(), *self._chunker.flush_all()])
+        self._queue(self._script.end())
         self._text_ready.set()
 
-    def _queue_texts(self, texts: list[str]) -> None:
-        texts = [text for text in texts if has_words(text)]  # a run of marks alone: the chunks' pause
-        if texts:
-            self._texts.extend(texts)
+    def _queue(self, parts: list[Part]) -> None:
+        """Queue the script's parts, each chunk with the voice and speed it is read in (a voice
+        or language it cannot be read in is refused here, before its turn)."""
+        for part in parts:
+            self._texts.append(part if isinstance(part, Pause) else self._spoken(part))
+        if parts:
             self._text_ready.set()
+
+    def _spoken(self, say: Say) -> Spoken:
+        voice, speed = self.settings.voice, self.settings.speed
+        if say.reading.language is not None:
+            voice = with_language(voice, say.reading.language)
+        if self._script.ssml:  # its whole text was not checked: it is markup
+            readable(self.scheduler, voice, say.text)
+        speed = min(MAX_SPEED, max(MIN_SPEED, speed * say.reading.speed))
+        return Spoken(say.text, voice, speed)
 
     async def outputs(self) -> AsyncIterator[ChunkOut]:
         """Encoded audio chunk by chunk; the last item holds the encoder's tail (no words)."""
         await self.admitted()
         encoder = open_encoder(self.fmt.name, output_rate_hz=self.sample_rate, bitrate=self.settings.bitrate)
-        jobs: asyncio.Queue[Job | SpeakstreamError | None] = asyncio.Queue(maxsize=self._lookahead + 2)
+        jobs: asyncio.Queue[Job | Pause | SpeakstreamError | None] = asyncio.Queue(maxsize=self._lookahead + 2)
         in_flight = asyncio.Semaphore(self._lookahead + 1)  # exactly the slots ``admit`` reserved
         submitter = asyncio.create_task(self._submit(jobs, in_flight), name=f"submit-{self.request_id}")
         error: str | None = "cancelled"
@@ -258,7 +252,12 @@ class Reply:
             while (job := await jobs.get()) is not None:
                 if isinstance(job, SpeakstreamError):
                     raise job
-                async for out in self._encode(encoder, job, sequence):
+                outs = (
+                    self._silence(encoder, job, sequence)
+                    if isinstance(job, Pause)
+                    else self._encode(encoder, job, sequence)
+                )
+                async for out in outs:
                     sent = time.perf_counter()
                     yield out
                     self.trace.span("send", sent, time.perf_counter(), {"speakstream.bytes": len(out.data)})
@@ -286,7 +285,9 @@ class Reply:
                 encoder.close()
             self.release()
 
-    async def _submit(self, jobs: asyncio.Queue[Job | SpeakstreamError | None], in_flight: asyncio.Semaphore) -> None:
+    async def _submit(
+        self, jobs: asyncio.Queue[Job | Pause | SpeakstreamError | None], in_flight: asyncio.Semaphore
+    ) -> None:
         index = 0
         while True:
             while not self._texts and not self._ended:
@@ -295,16 +296,19 @@ class Reply:
             if not self._texts:
                 break
             await in_flight.acquire()
-            text = self._texts.popleft()
-            self.texts.append(text)
+            part = self._texts.popleft()
+            if isinstance(part, Pause):
+                jobs.put_nowait(part)
+                continue
+            self.texts.append(part.text)
             try:
                 job = self.scheduler.submit(
                     self.session_id,
                     self.request_id,
                     index,
-                    text,
-                    voice=self.settings.voice,
-                    speed=self.settings.speed,
+                    part.text,
+                    voice=part.voice,
+                    speed=part.speed,
                     clock=self.clock,
                     client=self.client,
                 )
@@ -325,12 +329,25 @@ class Reply:
             if exc.code != "empty_text":
                 raise  # else: nothing speakable in this chunk, and the reply goes on
 
-    async def _encode_piece(self, encoder: Encoder, job: Job, piece: AudioPiece, sequence: int) -> ChunkOut:
+    async def _silence(self, encoder: Encoder, pause: Pause, sequence: int) -> AsyncIterator[ChunkOut]:
+        """An SSML break: silence of its length, between two chunks (no engine time)."""
+        samples = np.zeros(round(pause.seconds * SAMPLE_RATE), dtype=np.float32)
+        self._check_length(pause.seconds)
+        data = await self._off_loop(lambda: encoder.encode(samples))
         offset = self.stats.duration_s
-        if offset + piece.duration_s > self._max_audio_s:
+        self.stats.duration_s += pause.seconds
+        self.clock.add(pause.seconds)
+        yield ChunkOut(sequence, "", self._count(data), offset, pause.seconds, ())
+
+    def _check_length(self, seconds: float) -> None:
+        if self.stats.duration_s + seconds > self._max_audio_s:
             raise InvalidInput(
                 f"the request makes more than the {self._max_audio_s:g}-second audio limit", code="audio_too_long"
             )
+
+    async def _encode_piece(self, encoder: Encoder, job: Job, piece: AudioPiece, sequence: int) -> ChunkOut:
+        offset = self.stats.duration_s
+        self._check_length(piece.duration_s)
         if piece.index == 0:
             self.stats.queue_wait_s += job.queue_wait_s
             self.stats.phonemize_s += piece.timings.phonemize_s
@@ -364,65 +381,3 @@ class Reply:
             self.stats.first_audio_at = time.perf_counter()
         self.stats.audio_bytes += len(data)
         return data
-
-
-class WholeText:
-    """The chunker of ``chunking: none``: the text is spoken as one piece, or, when it is longer
-    than one engine job should be, as runs of whole sentences of up to ``max_chars`` (the engine
-    would cut it at about the same places: its phoneme windows hold about 400 characters)."""
-
-    def __init__(self, max_chars: int = 1_000) -> None:
-        self._parts: list[str] = []
-        self._max_chars = max_chars
-
-    def feed(self, fragment: str) -> list[str]:
-        self._parts.append(fragment)
-        return []
-
-    def cut(self) -> list[str]:
-        text, self._parts = "".join(self._parts).strip(), []
-        if len(text) <= self._max_chars:
-            return [text] if text else []
-        sentences = chunk_text(text, ChunkPolicy(first_clause=False, schedule=(), max_chunk_chars=self._max_chars))
-        runs: list[str] = []
-        for sentence in sentences:
-            if runs and len(runs[-1]) + 1 + len(sentence) <= self._max_chars:
-                runs[-1] += " " + sentence
-            else:
-                runs.append(sentence)
-        return runs
-
-    flush_all = cut
-
-
-def chunker_for(chunking: str, policy: ChunkPolicy) -> IncrementalSentenceChunker | WholeText:
-    if chunking == "none":
-        return WholeText()
-    if chunking == "sentences":
-        return IncrementalSentenceChunker(replace(policy, first_clause=False, schedule=()))
-    if chunking == "auto":
-        return IncrementalSentenceChunker(policy)
-    raise InvalidInput(f"chunking must be one of {', '.join(CHUNKING)}, not {chunking!r}", code="invalid_chunking")
-
-
-def shown(text: str) -> str:
-    """A chunk's text as clients see it: a word given inline phonemes is the word alone."""
-    return INLINE.sub(r"\1", text) if "](/" in text else text
-
-
-def check_readable(scheduler: Scheduler, settings: ReplySettings, text: str) -> None:
-    """A whole text the reply's language cannot read is a 400 before any audio, not an error
-    after the stream has begun (``unsupported_text``), and so are inline phonemes the model has
-    no symbols for (``invalid_phonemes``)."""
-    language = scheduler.engine.check_voice(settings.voice).speaks
-    check_script(text, language)
-    for given in INLINE.finditer(text):
-        to_kokoro(given.group(2), language, vocab())
-
-
-def validate(scheduler: Scheduler, settings: ReplySettings) -> ReplySettings:
-    """Check voice, speed, format and rate before any work starts (clear 4xx / error frame)."""
-    scheduler.engine.check_voice(settings.voice)
-    check_speed(settings.speed)
-    output_rate(audio_format(settings.format), settings.sample_rate)
-    return settings

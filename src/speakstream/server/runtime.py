@@ -24,7 +24,8 @@ from speakstream.scheduler import Job, Scheduler
 from speakstream.scheduler.cache import AudioCache
 from speakstream.server.dictionaries import DictionaryStore
 from speakstream.server.metrics import Metrics
-from speakstream.server.reply import Reply, ReplySettings
+from speakstream.server.reading import ReplySettings
+from speakstream.server.reply import Reply
 from speakstream.server.tracing import Tracing
 from speakstream.types import AudioPiece
 
@@ -200,6 +201,7 @@ class Runtime:
             sample_rate=merged.sample_rate,
             chunking=merged.chunking or "auto",
             lexicon=self.dictionaries.lexicon(merged.dictionaries) if merged.dictionaries else None,
+            text_type=merged.text_type,
         )
 
     def error(self, exc: SpeakstreamError) -> None:

@@ -36,7 +36,8 @@ from speakstream.protocol import Locator, Options, locators
 from speakstream.server.contexts import Context, ContextSocket
 from speakstream.server.dialects.alignment import chunk_words
 from speakstream.server.http import audio_response, json_body, runtime_of, sse_parts
-from speakstream.server.reply import ChunkOut, check_readable
+from speakstream.server.reading import check_readable
+from speakstream.server.reply import ChunkOut
 from speakstream.server.security import client_of
 
 ENCODINGS = {"pcm_s16le": "pcm", "pcm_f32le": "f32", "pcm_mulaw": "mulaw"}

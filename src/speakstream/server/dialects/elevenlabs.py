@@ -6,8 +6,9 @@ What pipecat's ``ElevenLabsTTSService`` / ``ElevenLabsHttpTTSService`` and LiveK
 
 - Query: ``output_format`` (``pcm_<rate>``, ``mp3_<rate>_<kbps>``, ``opus_48000_<kbps>``,
   ``ulaw_8000``), ``inactivity_timeout`` (s, default 20), ``auto_mode`` (each text message is
-  complete: spoken as one chunk), ``sync_alignment``, ``language_code``; ``model_id`` and the
-  rest are accepted and ignored (there is one model).
+  complete: spoken as one chunk), ``sync_alignment``, ``language_code``, ``enable_ssml_parsing``
+  (the text is SSML; else only a ``<speak>`` document is); ``model_id`` and the rest are accepted
+  and ignored (there is one model).
 - Client: ``{"text": " ", "voice_settings": {...}}`` opens a context, ``{"text": ...}`` adds text,
   ``"flush": true`` speaks what is held, ``{"text": ""}`` ends the input (single stream) or keeps
   a context alive (multi), ``close_context`` (ends the input; a second one while the context
@@ -42,7 +43,8 @@ from speakstream.protocol import Options, locators
 from speakstream.server.contexts import ChunkTracker, Context, ContextSocket
 from speakstream.server.dialects.alignment import CharTimes, chunk_char_times
 from speakstream.server.http import audio_response, error_response, json_body, runtime_of, sse_parts, streaming
-from speakstream.server.reply import ChunkOut, Reply, check_readable, validate
+from speakstream.server.reading import check_readable, validate
+from speakstream.server.reply import ChunkOut, Reply
 from speakstream.server.runtime import Runtime
 from speakstream.server.security import client_of
 
@@ -89,6 +91,7 @@ class ElevenLabsSocket(ContextSocket):
         self.auto_mode = False
         self._format: tuple[str, int, int | None] = ("mp3", 44_100, 128_000)
         self._language: str | None = None
+        self._text_type: str | None = None
 
     async def start(self) -> None:
         query = self.ws.query_params
@@ -96,6 +99,7 @@ class ElevenLabsSocket(ContextSocket):
         self.auto_mode = _flag(query.get("auto_mode"))
         self.alignment_cumulative = _flag(query.get("sync_alignment"))
         self._language = query.get("language_code") or None
+        self._text_type = "ssml" if _flag(query.get("enable_ssml_parsing")) else None
         timeout = query.get("inactivity_timeout")
         if timeout is not None and not timeout.isdigit():
             raise InvalidInput("inactivity_timeout must be whole seconds", code="invalid_inactivity_timeout")
@@ -111,6 +115,7 @@ class ElevenLabsSocket(ContextSocket):
             sample_rate=rate,
             language=self._language,
             dictionaries=locators(message.get("pronunciation_dictionary_locators")),
+            text_type=self._text_type,
         )
         validate(self.rt.require_scheduler(), replace(self.rt.settings(options), bitrate=bitrate))
         return options, bitrate

@@ -1,0 +1,85 @@
+"""What a reply reads and how: its settings, its text stage, and the checks made before any audio."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from speakstream.audio import audio_format, output_rate
+from speakstream.engine.base import check_speed
+from speakstream.engine.phonemes.inline import to_kokoro
+from speakstream.engine.phonemes.phonemizer import vocab
+from speakstream.engine.phonemes.scripts import check_script
+from speakstream.errors import InvalidInput
+from speakstream.protocol import CHUNKING
+from speakstream.scheduler import Scheduler
+from speakstream.text import ChunkPolicy, IncrementalSentenceChunker
+from speakstream.text.lexicon import INLINE, Lexicon
+from speakstream.text.script import Script
+from speakstream.text.ssml import SsmlReader, is_ssml
+from speakstream.text.whole import WholeText
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplySettings:
+    voice: str = "af_heart"
+    speed: float = 1.0
+    format: str = "pcm"
+    sample_rate: int | None = None
+    """Output rate; None means the format's default (24 kHz, or 8 kHz for mu-law)."""
+    bitrate: int | None = None
+    chunking: str = "auto"
+    """``auto``: the server's policy; ``sentences``: whole sentences only; ``none``: one chunk."""
+    lexicon: Lexicon | None = None
+    """Pronunciation rules, applied to the text before it is chunked."""
+    text_type: str | None = None
+    """``ssml``: the text is SSML; ``text``: it is not; None: SSML when it is a ``<speak>`` document."""
+
+
+def chunker_for(chunking: str, policy: ChunkPolicy) -> IncrementalSentenceChunker | WholeText:
+    if chunking == "none":
+        return WholeText()
+    if chunking == "sentences":
+        return IncrementalSentenceChunker(replace(policy, first_clause=False, schedule=()))
+    if chunking == "auto":
+        return IncrementalSentenceChunker(policy)
+    raise InvalidInput(f"chunking must be one of {', '.join(CHUNKING)}, not {chunking!r}", code="invalid_chunking")
+
+
+def shown(text: str) -> str:
+    """A chunk's text as clients see it: a word given inline phonemes is the word alone."""
+    return INLINE.sub(r"\1", text) if "](/" in text else text
+
+
+def check_readable(scheduler: Scheduler, settings: ReplySettings, text: str) -> None:
+    """A whole text the reply's language cannot read is a 400 before any audio, not an error
+    after the stream has begun (``unsupported_text``), and so are inline phonemes the model has
+    no symbols for (``invalid_phonemes``). SSML is checked chunk by chunk as it is read, each in
+    its own language."""
+    if not is_ssml(text, settings.text_type):
+        readable(scheduler, settings.voice, text)
+
+
+def readable(scheduler: Scheduler, voice: str, text: str) -> None:
+    """Raise if ``voice`` cannot read ``text`` (``check_readable``)."""
+    language = scheduler.engine.check_voice(voice).speaks
+    check_script(text, language)
+    for given in INLINE.finditer(text):
+        to_kokoro(given.group(2), language, vocab())
+
+
+def script_for(scheduler: Scheduler, settings: ReplySettings, policy: ChunkPolicy) -> Script:
+    """The reply's text stage: SSML (unless the client said plain text), rules, chunker."""
+    rewriter = settings.lexicon.rewriter() if settings.lexicon else None
+    ssml = None
+    if settings.text_type != "text":
+        language = scheduler.engine.check_voice(settings.voice).language
+        ssml = SsmlReader(always=settings.text_type == "ssml", language=language)
+    return Script(chunker_for(settings.chunking, policy), rewriter, ssml)
+
+
+def validate(scheduler: Scheduler, settings: ReplySettings) -> ReplySettings:
+    """Check voice, speed, format and rate before any work starts (clear 4xx / error frame)."""
+    scheduler.engine.check_voice(settings.voice)
+    check_speed(settings.speed)
+    output_rate(audio_format(settings.format), settings.sample_rate)
+    return settings
