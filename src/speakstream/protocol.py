@@ -16,7 +16,8 @@ Client -> server::
     {"type": "close"}
 
 OPTIONS are any of ``"voice"``, ``"speed"``, ``"format"``, ``"sample_rate"``, ``"chunking"`` (text
-only), ``"language"``, ``"pronunciation_dictionaries"`` and ``"text_type"`` (see ``Options``).
+only), ``"language"``, ``"pronunciation_dictionaries"``, ``"text_type"`` and ``"normalize"`` (see
+``Options``).
 
 ``append`` adds raw LLM fragments that the server chunks itself; ``"chunk": true`` says the text
 is a whole chunk, chunked by the client: it is spoken as it is, at once, and not split again.
@@ -69,18 +70,25 @@ class Options:
     text_type: str | None = None
     """``ssml`` (the text is SSML; one without a root is read as inside ``<speak>``) or ``text``
     (never SSML); default: SSML when the text is a ``<speak>`` document."""
+    normalize: bool | None = None
+    """False: the client normalised the text (numbers, dates, addresses), so the engine reads it
+    as it is; default: the engine normalises it."""
 
     @classmethod
     def parse(cls, data: Mapping[str, Any], *, strings: bool = False) -> Options:
         """Options from a JSON object; ``strings``: values may be text (URL query parameters).
         Every type problem is a ``ProtocolError`` with the field's code."""
         if strings:
-            data = {**data, **{k: _from_text(data.get(k), k) for k in ("speed", "sample_rate")}}
+            data = {**data, **{k: _from_text(data.get(k), k) for k in ("speed", "sample_rate", "normalize")}}
         return _options(data)
 
     def over(self, defaults: Options) -> Options:
-        """These options, with ``defaults`` where a field is unset."""
-        return Options(**{f.name: getattr(self, f.name) or getattr(defaults, f.name) for f in fields(self)})
+        """These options, with ``defaults`` where a field is unset (a false flag is set)."""
+        return Options(**{f.name: _over(getattr(self, f.name), getattr(defaults, f.name)) for f in fields(self)})
+
+
+def _over(value: Any, default: Any) -> Any:
+    return value if isinstance(value, bool) else value or default
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +242,9 @@ def _options(data: Mapping[str, Any]) -> Options:
     text_type = data.get("text_type")
     if text_type is not None and text_type not in TEXT_TYPES:
         raise ProtocolError(f"text_type must be one of {', '.join(TEXT_TYPES)}", code="invalid_text_type")
+    normalize = data.get("normalize")
+    if normalize is not None and not isinstance(normalize, bool):
+        raise ProtocolError("normalize must be true or false", code="invalid_normalize")
     found = data.get("pronunciation_dictionaries", data.get("pronunciation_dictionary_locators"))
     return Options(
         voice=voice,
@@ -244,12 +255,15 @@ def _options(data: Mapping[str, Any]) -> Options:
         language=language or None,
         dictionaries=locators(found),
         text_type=text_type,
+        normalize=normalize,
     )
 
 
 def _from_text(value: Any, name: str) -> Any:
     if not isinstance(value, str):
         return value
+    if name == "normalize":
+        return {"true": True, "false": False}.get(value.lower(), value)
     try:
         return int(value) if name == "sample_rate" else float(value)
     except ValueError as exc:

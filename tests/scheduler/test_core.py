@@ -60,6 +60,7 @@ class StepEngine(FakeEngine):
         speed: float = 1.0,
         cancel: CancelToken | None = None,
         opening: bool = True,
+        normalized: bool = True,
     ) -> Stream:
         return StepStream(self, text, cancel)
 

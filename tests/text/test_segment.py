@@ -104,3 +104,20 @@ def test_an_abbreviation_before_a_number_is_not_a_sentence_end(text: str) -> Non
     sentences = split_sentences(text)
     assert len(sentences) == 2, [s.text for s in sentences]
     assert chunk_text(text, ChunkPolicy(first_clause=False, schedule=()))[0] == sentences[0].text  # the chunker too
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "La Sra. García llegó tarde. Luego habló.",  # es
+        "Pregunte al Lic. Pérez por su pedido. Gracias.",
+        "M. Dupont vous attend ici. Puis on parle.",  # fr
+        "Il Dott. Rossi arriva subito. Poi parliamo.",  # it
+        "O Exmo. Senhor Silva chegou cedo. Depois falamos.",  # pt
+        "डॉ. शर्मा अभी आएंगे। फिर हम बात करेंगे।",  # hi
+    ],
+)
+def test_a_title_in_another_language_is_not_a_sentence_end(text: str) -> None:
+    sentences = split_sentences(text)
+    assert len(sentences) == 2, [s.text for s in sentences]
+    assert chunk_text(text, ChunkPolicy(first_clause=False, schedule=()))[0] == sentences[0].text

@@ -12,13 +12,14 @@ from speakstream.text import ChunkPolicy, IncrementalSentenceChunker
 from speakstream.text.lexicon import Lexicon, Rule
 from speakstream.text.script import Part, Say, Script
 from speakstream.text.ssml import Pause, Reading, SsmlReader, is_ssml
+from tests.scaling import RATIO_LIMIT, growth
 
 DOCUMENT = (
     '<speak>Hello there, I am <sub alias="Saturday">Zorbixal</sub>. <break time="1.5s"/> Call '
     '<say-as interpret-as="telephone">555-1234</say-as> on the <say-as interpret-as="ordinal">3</say-as>.'
-    '<p><s>A new paragraph</s><s>and its second sentence</s></p>'
+    "<p><s>A new paragraph</s><s>and its second sentence</s></p>"
     '<lang xml:lang="es">Hola, ¿cómo estás?</lang> <prosody rate="slow">Slowly <prosody rate="200%">'
-    "fast</prosody> now.</prosody> Spell <say-as interpret-as=\"characters\">XKQ</say-as>, a "
+    'fast</prosody> now.</prosody> Spell <say-as interpret-as="characters">XKQ</say-as>, a '
     '<phoneme alphabet="ipa" ph="bəˈnænə">Qwertle</phoneme> &amp; a <emphasis>Zorbixal</emphasis>. '
     '<break strength="weak"/><break/></speak>'
 )
@@ -130,3 +131,31 @@ def test_any_fragmentation_gives_the_whole_documents_parts(pieces: list[str], cu
     places = sorted({cut % len(document) for cut in cuts} - {0})
     fragments = [document[a:b] for a, b in zip([0, *places], [*places, len(document)], strict=True)]
     assert _fed(fragments, lexicon=lexicon) == _whole(document, lexicon=lexicon)
+
+
+HOSTILE_SSML = [
+    '<break time="1ms"/>',
+    '<prosody rate="fast">',
+    '<say-as interpret-as="characters">ab',
+    "<s>a</s>",
+    '<sub alias="x">y</sub>',
+    "&amp;",
+    '<lang xml:lang="es">',
+    "<p>",
+    '<phoneme ph="a">',
+]
+
+
+def _fed_ssml(text: str) -> None:
+    script = _script(always=True)
+    try:
+        for i in range(0, len(text), 7):
+            script.feed(text[i : i + 7])
+        script.end()
+    except InvalidInput:
+        pass  # an unclosed element is an error at the end, after the whole text was read
+
+
+@pytest.mark.parametrize("unit", HOSTILE_SSML)
+def test_hostile_ssml_costs_linear_time(unit: str) -> None:
+    assert growth(_fed_ssml, unit) < RATIO_LIMIT

@@ -65,7 +65,7 @@ class Engine(Protocol):
         """Before serving: make the first replies as fast as the later ones (blocks)."""
         ...
 
-    def sound_key(self, text: str, *, voice: str, speed: float) -> Hashable:
+    def sound_key(self, text: str, *, voice: str, speed: float, normalized: bool = True) -> Hashable:
         """Everything that changes how ``text`` sounds spoken so (the audio cache's key); raises
         the ``InvalidInput`` that ``stream`` would for a voice or speed it cannot use."""
         ...
@@ -76,10 +76,18 @@ class Engine(Protocol):
         ...
 
     def stream(
-        self, text: str, *, voice: str, speed: float = 1.0, cancel: CancelToken | None = None, opening: bool = True
+        self,
+        text: str,
+        *,
+        voice: str,
+        speed: float = 1.0,
+        cancel: CancelToken | None = None,
+        opening: bool = True,
+        normalized: bool = True,
     ) -> Stream:
         """Speak ``text`` step by step; the pieces joined are ``synthesize``'s audio. ``opening``:
-        the chunk opens a reply, so its first piece comes as soon as it can."""
+        the chunk opens a reply, so its first piece comes as soon as it can; ``normalized``
+        false: the client normalised the text, so the engine reads it as it is."""
         ...
 
 
@@ -138,13 +146,17 @@ class VoiceBankEngine(ABC):
         speed: float = 1.0,
         cancel: CancelToken | None = None,
         opening: bool = True,
+        normalized: bool = True,
     ) -> Stream:
         """The chunk's audio piece by piece (``opening``: it opens a reply, so its first piece comes
         as soon as it can)."""
-        return self.stream_of(text, voice, speed, cancel, opening)
+        return self.stream_of(text, voice, speed, cancel, opening, normalized)
 
-    def stream_of(self, text: str, voice: str, speed: float, cancel: CancelToken | None, opening: bool) -> Stream:
-        """``stream``, for an engine that makes a chunk at once: its audio cut into growing pieces."""
+    def stream_of(
+        self, text: str, voice: str, speed: float, cancel: CancelToken | None, opening: bool, normalized: bool = True
+    ) -> Stream:
+        """``stream``, for an engine that makes a chunk at once (and reads its text as it is, so
+        ``normalized`` changes nothing): its audio cut into growing pieces."""
         return WholeChunk(lambda: cut_into_pieces(self.synthesize(text, voice=voice, speed=speed, cancel=cancel)))
 
     def warm(self, voice: str = "af_heart") -> None:
@@ -156,7 +168,7 @@ class VoiceBankEngine(ABC):
         """No estimate: admission measures what the engine makes."""
         return math.inf
 
-    def sound_key(self, text: str, *, voice: str, speed: float) -> Hashable:
+    def sound_key(self, text: str, *, voice: str, speed: float, normalized: bool = True) -> Hashable:
         """The text as given, the voice blend as weighed, its language, the speed and this engine."""
         info = self.check_voice(voice)
         blend = tuple((name, round(weight, 4)) for name, weight in self.voice_bank.parse(voices_of(voice)))

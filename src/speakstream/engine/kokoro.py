@@ -148,19 +148,23 @@ class KokoroEngine(VoiceBankEngine):
             return math.inf
         return throughput(self._policy, self.runner.speed.reading(), self.lanes)
 
-    def sound_key(self, text: str, *, voice: str, speed: float) -> Hashable:
-        """The text after normalisation in the voice's language, the blend, the speed, and what the
-        engine makes it with: its graph and decoders, window and edge policies."""
+    def sound_key(self, text: str, *, voice: str, speed: float, normalized: bool = True) -> Hashable:
+        """The text the G2P reads (normalised in the voice's language unless ``normalized`` is
+        false), the blend, the speed, and what the engine makes it with: its graph and decoders,
+        window and edge policies."""
         speaks = self.check_voice(voice).speaks
-        base = super().sound_key(normalize(text, speaks), voice=voice, speed=speed)
+        base = super().sound_key(normalize(text, speaks) if normalized else text, voice=voice, speed=speed)
         model = (self.config.graph, self.decoder, self.config.crowded_decoder, self._policy, self._edges)
         return (base, model)
 
-    def stream_of(self, text: str, voice: str, speed: float, cancel: CancelToken | None, opening: bool) -> Stream:
+    def stream_of(
+        self, text: str, voice: str, speed: float, cancel: CancelToken | None, opening: bool, normalized: bool = True
+    ) -> Stream:
         """A windowed stream on the ``fast`` graph, else the chunk made whole by one inference per part."""
         if self.runner is None:
-            return WholeChunk(lambda: iter([self._whole_piece(text, voice, speed, cancel)]))
-        return self._windows(text, voice, speed, cancel, opening, self._policy)
+            return WholeChunk(lambda: iter([self._whole_piece(text, voice, speed, cancel, normalized)]))
+        read = partial(self._read, text, voice, speed, normalized)
+        return self._windows(text, voice, speed, cancel, opening, self._policy, read)
 
     def windowed(
         self, text: str, voice: str = "af_heart", *, opening: bool = True, policy: WindowPolicy | None = None
@@ -170,7 +174,14 @@ class KokoroEngine(VoiceBankEngine):
         return self._windows(text, voice, 1.0, None, opening, policy or self._policy)
 
     def _windows(
-        self, text: str, voice: str, speed: float, cancel: CancelToken | None, opening: bool, policy: WindowPolicy
+        self,
+        text: str,
+        voice: str,
+        speed: float,
+        cancel: CancelToken | None,
+        opening: bool,
+        policy: WindowPolicy,
+        read: Callable[[], list[Phonemized]] | None = None,
     ) -> ChunkStream:
         if self.runner is None:
             raise InvalidInput(f"the {self.config.graph} graph is decoded whole, not in windows", code="invalid_config")
@@ -179,30 +190,34 @@ class KokoroEngine(VoiceBankEngine):
             pace=speed,
             opening=opening,
             cancel=cancel,
-            read=partial(self._read, text, voice, speed),
+            read=read or partial(self._read, text, voice, speed),
             style=partial(self.voice_bank.style, voice),
             runner=self.runner,
             policy=policy,
             edges=self._edges,
         )
 
-    def _read(self, text: str, voice: str, speed: float) -> list[Phonemized]:
+    def _read(self, text: str, voice: str, speed: float, normalized: bool = True) -> list[Phonemized]:
         """The phoneme windows of a chunk, or the ``InvalidInput`` that says why it cannot be spoken."""
         text, speed, info = self.checked(text, voice, speed)
-        parts = self.parts(text, info.speaks)
+        parts = self.parts(text, info.speaks, normalized=normalized)
         if not parts:
             raise InvalidInput(f"nothing speakable in {text[:40]!r}", code="empty_text")
         return parts
 
-    def parts(self, text: str, speaks: Language) -> list[Phonemized]:
-        """``text`` normalised and phonemised in ``speaks``, cut into the model's token windows."""
-        return windows(self.phonemizer.phonemize(text, speaks, prepare=lambda plain: normalize(plain, speaks)))
+    def parts(self, text: str, speaks: Language, *, normalized: bool = True) -> list[Phonemized]:
+        """``text`` normalised (unless ``normalized`` is false: the client normalised it) and
+        phonemised in ``speaks``, cut into the model's token windows."""
+        prepare = (lambda plain: normalize(plain, speaks)) if normalized else None
+        return windows(self.phonemizer.phonemize(text, speaks, prepare=prepare))
 
-    def _whole_piece(self, text: str, voice: str, speed: float, cancel: CancelToken | None) -> AudioPiece:
+    def _whole_piece(
+        self, text: str, voice: str, speed: float, cancel: CancelToken | None, normalized: bool = True
+    ) -> AudioPiece:
         """The chunk as one piece, on a whole graph (``timed``, ``original``): one inference per
         phoneme window."""
         started = time.perf_counter()
-        parts = self._read(text, voice, speed)
+        parts = self._read(text, voice, speed, normalized)
         phonemize_s, clock = time.perf_counter() - started, WorkClock(cancel)
         audio, words, offset = [], [], 0
         for i, part in enumerate(parts):

@@ -143,10 +143,12 @@ class Scheduler:
         speed: float,
         clock: PlaybackClock | None = None,
         client: str = "",
+        normalized: bool = True,
     ) -> Job:
         """Queue one chunk of an admitted reply (see ``reserve``); ``job.stream()`` gives its audio.
         ``clock``: the reply's, so each window is sized to what its listener has buffered."""
         job = Job(session_id, request_id, index, text, voice, speed, client, taken=self._wakeup.set, clock=clock)
+        job.normalized = normalized
         _look_up(self.cache, self.engine, job)
         self.turns.add(job)
         job.crowded = job.first_window and self.crowded()
@@ -237,11 +239,7 @@ class Scheduler:
             # the other workers woken with this one pick their windows first, so the load below
             # counts every window handed out together (each then takes a narrow copy at once)
             await asyncio.sleep(0)
-            if job.synthesis is None:
-                job.synthesis = self.engine.stream(
-                    job.text, voice=job.voice, speed=job.speed, cancel=job.token, opening=job.index == 0
-                )
-            synthesis = job.synthesis
+            synthesis = job.synthesis or job.begin(self.engine)
             if not synthesis.prepared:
                 await loop.run_in_executor(executor, synthesis.prepare, self._handed(job, planning=False))
             return await loop.run_in_executor(executor, synthesis.step, self._handed(job))
@@ -301,7 +299,7 @@ def _look_up(cache: AudioCache | None, engine: Engine, job: Job) -> None:
     if cache is None:
         return
     try:
-        job.sound = engine.sound_key(job.text, voice=job.voice, speed=job.speed)
+        job.sound = engine.sound_key(job.text, voice=job.voice, speed=job.speed, normalized=job.normalized)
     except SpeakstreamError:
         return  # synthesis will say why, in its turn
     job.cached = cache.get(job.sound)

@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Hashable
 from dataclasses import dataclass, field
 
-from speakstream.engine.base import Stream
+from speakstream.engine.base import Engine, Stream
 from speakstream.engine.cancel import CancelToken
 from speakstream.types import AudioPiece
 
@@ -74,6 +74,8 @@ class Job:
     speed: float
     client: str = ""
     """Who asked (an address): turns are shared out per client first."""
+    normalized: bool = True
+    """The engine normalises the text (false: the client did)."""
     enqueued_at: float = field(default_factory=time.perf_counter)
     started_at: float | None = None
     token: CancelToken = field(default_factory=CancelToken)
@@ -122,6 +124,18 @@ class Job:
     def first_window(self) -> bool:
         """The first window of a reply: what a listener is waiting for."""
         return self.index == 0 and self.made == 0
+
+    def begin(self, engine: Engine) -> Stream:
+        """The engine's stream of this chunk, made at its first turn."""
+        self.synthesis = engine.stream(
+            self.text,
+            voice=self.voice,
+            speed=self.speed,
+            cancel=self.token,
+            opening=self.index == 0,
+            normalized=self.normalized,
+        )
+        return self.synthesis
 
     async def stream(self) -> AsyncIterator[AudioPiece]:
         """The chunk's pieces as the engine makes them; raises what synthesis raised."""

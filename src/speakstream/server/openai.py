@@ -75,6 +75,8 @@ async def _speech_reply(request: Request, runtime: Runtime) -> tuple[Reply, str]
         "format": OPENAI_FORMATS[response_format],
         "language": data.get("language"),  # an extra body field: read the text in this language
         "pronunciation_dictionaries": data.get("pronunciation_dictionaries"),  # extra body too
+        "text_type": data.get("text_type"),
+        "normalize": data.get("normalize"),
     }
     settings = runtime.settings(Options.parse(options))
     check_readable(runtime.require_scheduler(), settings, text)

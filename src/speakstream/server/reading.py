@@ -33,6 +33,8 @@ class ReplySettings:
     """Pronunciation rules, applied to the text before it is chunked."""
     text_type: str | None = None
     """``ssml``: the text is SSML; ``text``: it is not; None: SSML when it is a ``<speak>`` document."""
+    normalize: bool = True
+    """The engine normalises the text (false: the client did)."""
 
 
 def chunker_for(chunking: str, policy: ChunkPolicy) -> IncrementalSentenceChunker | WholeText:

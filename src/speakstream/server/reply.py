@@ -311,6 +311,7 @@ class Reply:
                     speed=part.speed,
                     clock=self.clock,
                     client=self.client,
+                    normalized=self.settings.normalize,
                 )
             except SpeakstreamError as exc:  # the reply fails with it
                 jobs.put_nowait(exc)

@@ -202,6 +202,7 @@ class Runtime:
             chunking=merged.chunking or "auto",
             lexicon=self.dictionaries.lexicon(merged.dictionaries) if merged.dictionaries else None,
             text_type=merged.text_type,
+            normalize=merged.normalize is not False,
         )
 
     def error(self, exc: SpeakstreamError) -> None:

@@ -29,10 +29,15 @@ _MAX_RUN = 16
 decision never scans a whole run of ``!!!!`` again when a stream brings more of it."""
 _TYPOGRAPHIC_SPACES = " \u00a0\u202f"
 
-# Never end a sentence when a word follows: "Dr. Smith", "e.g. Chrome", "vs. them".
+# Never end a sentence when a word follows: "Dr. Smith", "e.g. Chrome", "vs. them", and the titles
+# of the other languages the chunker cuts (es, fr, it, pt, hi: "Sra. García", "Dott. Rossi", "डॉ. शर्मा").
 TITLES = frozenset(
     "mr mrs ms mx dr prof sr jr st mt rev hon gen col capt lt sgt maj gov sen rep pres fr "
-    "messrs mme mlle e.g i.e eg ie vs cf viz approx".split()
+    "messrs mme mlle e.g i.e eg ie vs cf viz approx "
+    "sra srta dra dña ud uds lic ing arq sres sras "
+    "sig sigg dott avv geom rag "
+    "exmo exma "
+    "डॉ".split()
 )
 # Never end a sentence before a number: "No. 5", "Fig. 3", "pp. 10", "Jan. 5", "ca. 1900", and
 # the same in the other languages the chunker cuts (es, fr, it, pt: "pág. 5", "núm. 3", "chap. 2").

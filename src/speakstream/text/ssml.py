@@ -76,6 +76,8 @@ class SsmlReader:
         self._wrapped = False
         self._document: list[str] = []
         self._stack: list[_Element] = []
+        self._collectors: list[_Element] = []
+        """The open elements of ``_COLLECTED``, innermost last (text goes to the last)."""
         self._events: list[Event] = []
         self._parser = xml.parsers.expat.ParserCreate()
         self._parser.StartElementHandler = self._open
@@ -144,16 +146,22 @@ class SsmlReader:
         reading = _reading_of(name, attributes, outer)
         if name in ("p", "s") or reading != outer:
             self._events.append(Pause(0.0) if reading == outer else reading)
-        self._stack.append(_Element(name, reading, attributes))
+        element = _Element(name, reading, attributes)
+        self._stack.append(element)
+        if name in _COLLECTED:
+            self._collectors.append(element)
         if name == "break":
             self._events.append(Pause(_break_s(attributes)))
 
     def _close(self, name: str) -> None:
         element = self._stack.pop()
-        if element.name in _COLLECTED and not self._collecting:
-            self._events.append(self._spoken(element))
-        elif element.name in _COLLECTED:
-            self._stack[-1].text += self._spoken(element)
+        if element.name in _COLLECTED:
+            self._collectors.pop()
+            said = self._spoken(element)
+            if self._collectors:
+                self._collectors[-1].text += said
+            else:
+                self._events.append(said)
         outer = self._reading
         if element.reading != outer:
             self._events.append(outer)
@@ -161,18 +169,10 @@ class SsmlReader:
             self._events.append(Pause(0.0))
 
     def _text(self, text: str) -> None:
-        collector = self._collector()
-        if collector is not None:
-            collector.text += text
+        if self._collectors:
+            self._collectors[-1].text += text
         elif self._stack:
             self._events.append(text)
-
-    @property
-    def _collecting(self) -> bool:
-        return self._collector() is not None
-
-    def _collector(self) -> _Element | None:
-        return next((element for element in reversed(self._stack) if element.name in _COLLECTED), None)
 
     def _spoken(self, element: _Element) -> str:
         """What a collected element says: its alias, its text with given phonemes, or read as."""

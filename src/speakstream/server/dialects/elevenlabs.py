@@ -7,8 +7,9 @@ What pipecat's ``ElevenLabsTTSService`` / ``ElevenLabsHttpTTSService`` and LiveK
 - Query: ``output_format`` (``pcm_<rate>``, ``mp3_<rate>_<kbps>``, ``opus_48000_<kbps>``,
   ``ulaw_8000``), ``inactivity_timeout`` (s, default 20), ``auto_mode`` (each text message is
   complete: spoken as one chunk), ``sync_alignment``, ``language_code``, ``enable_ssml_parsing``
-  (the text is SSML; else only a ``<speak>`` document is); ``model_id`` and the rest are accepted
-  and ignored (there is one model).
+  (the text is SSML; else only a ``<speak>`` document is), ``apply_text_normalization`` (``off``:
+  read as it is; also a field of the HTTP body); ``model_id`` and the rest are accepted and
+  ignored (there is one model).
 - Client: ``{"text": " ", "voice_settings": {...}}`` opens a context, ``{"text": ...}`` adds text,
   ``"flush": true`` speaks what is held, ``{"text": ""}`` ends the input (single stream) or keeps
   a context alive (multi), ``close_context`` (ends the input; a second one while the context
@@ -71,6 +72,16 @@ def _flag(value: str | None) -> bool:
     return (value or "").strip().lower() in ("true", "1", "yes")
 
 
+def _normalize(value: object) -> bool | None:
+    """ElevenLabs' ``apply_text_normalization``: ``off`` reads the text as it is (``auto``, ``on``:
+    normalised, as always here)."""
+    if value is None or value in ("auto", "on"):
+        return None
+    if value == "off":
+        return False
+    raise InvalidInput("apply_text_normalization is one of auto, on, off", code="invalid_normalize")
+
+
 def _speed(voice_settings: object) -> float | None:
     if not isinstance(voice_settings, dict) or voice_settings.get("speed") is None:
         return None
@@ -92,6 +103,7 @@ class ElevenLabsSocket(ContextSocket):
         self._format: tuple[str, int, int | None] = ("mp3", 44_100, 128_000)
         self._language: str | None = None
         self._text_type: str | None = None
+        self._normalize: bool | None = None
 
     async def start(self) -> None:
         query = self.ws.query_params
@@ -100,6 +112,7 @@ class ElevenLabsSocket(ContextSocket):
         self.alignment_cumulative = _flag(query.get("sync_alignment"))
         self._language = query.get("language_code") or None
         self._text_type = "ssml" if _flag(query.get("enable_ssml_parsing")) else None
+        self._normalize = _normalize(query.get("apply_text_normalization"))
         timeout = query.get("inactivity_timeout")
         if timeout is not None and not timeout.isdigit():
             raise InvalidInput("inactivity_timeout must be whole seconds", code="invalid_inactivity_timeout")
@@ -116,6 +129,7 @@ class ElevenLabsSocket(ContextSocket):
             language=self._language,
             dictionaries=locators(message.get("pronunciation_dictionary_locators")),
             text_type=self._text_type,
+            normalize=self._normalize,
         )
         validate(self.rt.require_scheduler(), replace(self.rt.settings(options), bitrate=bitrate))
         return options, bitrate
@@ -251,6 +265,7 @@ async def _reply(request: Request, runtime: Runtime) -> Reply:
         sample_rate=rate,
         language=language if isinstance(language, str) and language else None,
         dictionaries=locators(data.get("pronunciation_dictionary_locators")),
+        normalize=_normalize(data.get("apply_text_normalization")),
     )
     settings = replace(runtime.settings(options), bitrate=bitrate)
     check_readable(runtime.require_scheduler(), settings, text)
