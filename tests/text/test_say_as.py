@@ -10,8 +10,8 @@ from speakstream.text.say_as import say_as
 @pytest.mark.parametrize(
     ("kind", "text", "fmt", "language", "said"),
     [
-        ("characters", "cat", "", "en-us", "C-A-T"),
-        ("spell-out", "ab 12", "", "en-gb", "A-B 1 2"),
+        ("characters", "cat", "", "en-us", "C. A. T"),
+        ("spell-out", "ab 12", "", "en-gb", "A. B. 1. 2"),
         ("characters", "abc", "", "es", "a b c"),
         ("digits", "2024", "", "en-us", "2 0 2 4"),
         ("ordinal", "3", "", "en-us", "3rd"),

@@ -52,7 +52,7 @@ def test_a_document_becomes_chunks_pauses_and_readings() -> None:
         Say("Slowly", slow),
         Say("fast", Reading(speed=1.6)),
         Say("now.", slow),
-        Say("Spell X-K-Q, a [Qwertle](/bəˈnænə/) & a Zorbixal."),
+        Say("Spell X. K. Q, a [Qwertle](/bəˈnænə/) & a Zorbixal."),
         Pause(0.25),
         Pause(0.4),
     ]

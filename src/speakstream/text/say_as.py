@@ -32,19 +32,13 @@ def say_as(kind: str, text: str, fmt: str, language: str) -> str:
 
 
 def _letters(text: str, english: bool) -> str:
-    """One letter at a time: English reads hyphenated capitals as letter names ("A-B-C"), the
-    espeak languages read single letters apart by their names."""
+    """One letter at a time, as a person spells: English reads a capital followed by a dot by its
+    name ("C. A. T": a lone "A" would be the article), the espeak languages read single letters
+    by their names."""
     characters = [c for c in text if not c.isspace()]
     if not english:
         return " ".join(characters)
-    words: list[str] = []
-    for c in characters:
-        letter = c.isalpha()
-        if letter and words and words[-1][-1].isalpha():
-            words[-1] += "-" + c.upper()
-        else:
-            words.append(c.upper() if letter else c)
-    return " ".join(words)
+    return ". ".join(c.upper() for c in characters)
 
 
 def _ordinal(number: int, english: bool, language: str) -> str:
