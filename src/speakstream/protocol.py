@@ -336,6 +336,9 @@ class Cancelled:
     last_word: str | None
     """The last word whose audio was fully sent; None when no word was sent whole (the cancel
     came before the end of the first word, or before any audio)."""
+    heard_to_char: int | None = None
+    """Where that word ends in the text the client sent for the request (its appends joined): the
+    client's own text was heard up to here."""
     type: str = "cancelled"
 
 

@@ -34,12 +34,21 @@ class WordTimestamp:
     word: str
     start_s: float
     end_s: float
+    chars: tuple[int, int] | None = None
+    """Where the word came from in the text the client sent for the request (start, end), when known."""
 
     def shifted(self, offset_s: float) -> WordTimestamp:
-        return WordTimestamp(self.word, self.start_s + offset_s, self.end_s + offset_s)
+        return WordTimestamp(self.word, self.start_s + offset_s, self.end_s + offset_s, self.chars)
 
     def to_dict(self) -> dict[str, float | str]:
-        return {"word": self.word, "start_s": round(self.start_s, 4), "end_s": round(self.end_s, 4)}
+        timed: dict[str, float | str] = {
+            "word": self.word,
+            "start_s": round(self.start_s, 4),
+            "end_s": round(self.end_s, 4),
+        }
+        if self.chars is not None:
+            timed["char_start"], timed["char_end"] = self.chars
+        return timed
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 
 from speakstream.server.outbox import Outbox, Outgoing, SentLog
 from speakstream.types import WordTimestamp
@@ -59,11 +60,16 @@ def test_sent_log_counts_audio_and_whole_words_only() -> None:
         "audio_bytes": 100,
         "duration_s": 0.3,
         "last_word": None,  # "Hello" ends at 0.4: not sent whole
+        "heard_to_char": None,
     }
     log.start("r")
     for end in (0.3, 0.6):
         log.account(Outgoing(b"\0" * 100, "r", audio_to_s=end, words=WORDS), b"\0" * 100)
     assert _cancelled(log, "r")["last_word"] == "Hello"
+    log.start("r")  # a word that knows where it came from in the client's text says so
+    spans = [replace(w, chars=(i * 6, i * 6 + 5)) for i, w in enumerate(WORDS)]
+    log.account(Outgoing(b"\0" * 100, "r", audio_to_s=0.6, words=spans), b"\0" * 100)
+    assert _cancelled(log, "r")["heard_to_char"] == 5
 
 
 def test_sent_log_ignores_control_frames_and_forgets_finished_requests() -> None:
@@ -78,4 +84,5 @@ def test_sent_log_ignores_control_frames_and_forgets_finished_requests() -> None
         "audio_bytes": 0,
         "duration_s": 0.0,
         "last_word": None,
+        "heard_to_char": None,
     }

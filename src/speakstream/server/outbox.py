@@ -83,9 +83,9 @@ class Sent:
     """The words of the chunks begun so far (times from the start of the reply)."""
 
     @property
-    def last_word(self) -> str | None:
+    def last_word(self) -> WordTimestamp | None:
         """The last word whose audio was sent whole."""
-        whole = [w.word for w in self.words if w.end_s <= self.audio_s + 1e-6]
+        whole = [w for w in self.words if w.end_s <= self.audio_s + 1e-6]
         return whole[-1] if whole else None
 
 
@@ -112,10 +112,12 @@ class SentLog:
     def cancelled(self, request_id: str) -> str:
         """The ``cancelled`` message for a request, with what was really sent of it."""
         sent = self._sent.pop(request_id, Sent())
+        last = sent.last_word
         message = Cancelled(
             request_id=request_id,
             audio_bytes=sent.audio_bytes,
             duration_s=round(sent.audio_s, 4),
-            last_word=sent.last_word,
+            last_word=None if last is None else last.word,
+            heard_to_char=None if last is None or last.chars is None else last.chars[1],
         )
         return encode_server_message(message)

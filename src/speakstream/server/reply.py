@@ -14,7 +14,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from speakstream.server.reading import ReplySettings, readable, script_for, show
 from speakstream.server.tracing import ReplyTrace
 from speakstream.text import ChunkPolicy
 from speakstream.text.script import Part, Say
+from speakstream.text.spans import SpanFinder
 from speakstream.text.ssml import Pause
 from speakstream.types import SAMPLE_RATE, AudioPiece, WordTimestamp
 
@@ -39,6 +40,8 @@ class Spoken:
     text: str
     voice: str
     speed: float
+    ends_at: int | None = None
+    """Where its part of the client's text ends, when a tag cut it there."""
 
 
 @dataclass(slots=True)
@@ -144,6 +147,9 @@ class Reply:
         """How far this reply's audio is ahead of its listener (sizes the engine's windows)."""
         self._script = script_for(scheduler, settings, policy or ChunkPolicy())
         self._texts: deque[Spoken | Pause] = deque()
+        self._spans = SpanFinder()
+        """Where each word came from in the client's text."""
+        self._ends: dict[int, int | None] = {}
         self._text_ready = asyncio.Event()
         self._ended = False
         self._received = 0
@@ -214,6 +220,7 @@ class Reply:
         self._received += len(text)
         if self._received > self._max_text_chars:
             raise InvalidInput(f"text is over the {self._max_text_chars}-character limit", code="text_too_long")
+        self._spans.add(text)
 
     def end_input(self) -> None:
         if self._ended:
@@ -237,7 +244,7 @@ class Reply:
         if self._script.ssml:  # its whole text was not checked: it is markup
             readable(self.scheduler, voice, say.text)
         speed = min(MAX_SPEED, max(MIN_SPEED, speed * say.reading.speed))
-        return Spoken(say.text, voice, speed)
+        return Spoken(say.text, voice, speed, say.ends_at)
 
     async def outputs(self) -> AsyncIterator[ChunkOut]:
         """Encoded audio chunk by chunk; the last item holds the encoder's tail (no words)."""
@@ -301,6 +308,7 @@ class Reply:
                 jobs.put_nowait(part)
                 continue
             self.texts.append(part.text)
+            self._ends[index] = part.ends_at
             try:
                 job = self.scheduler.submit(
                     self.session_id,
@@ -368,10 +376,18 @@ class Reply:
             self._count(data),
             offset,
             piece.duration_s,
-            tuple(w.shifted(chunk_start) for w in piece.words),
+            self._placed(job, piece, chunk_start),
             piece.chunk_duration_s if first else 0.0,
             piece.last,
         )
+
+    def _placed(self, job: Job, piece: AudioPiece, chunk_start: float) -> tuple[WordTimestamp, ...]:
+        """The piece's words, timed from the start of the reply, each with its span in the client's text."""
+        if not piece.words:
+            return ()
+        self._spans.ssml = self._script.ssml
+        spans = self._spans.place([w.word for w in piece.words], job.text, self._ends.pop(job.index, None))
+        return tuple(replace(w.shifted(chunk_start), chars=chars) for w, chars in zip(piece.words, spans, strict=True))
 
     async def _off_loop(self, encode: Callable[[], bytes]) -> bytes:
         """Raw formats are a copy; codecs run in a thread so the event loop stays free."""

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from speakstream.text.chunker import has_words
 from speakstream.text.lexicon import Rewriter
-from speakstream.text.ssml import Event, Pause, Reading, SsmlReader
+from speakstream.text.ssml import Cut, Event, Pause, Reading, SsmlReader
 
 
 class Chunker(Protocol):
@@ -29,6 +29,8 @@ class Say:
 
     text: str
     reading: Reading = field(default_factory=Reading)
+    ends_at: int | None = field(default=None, compare=False)
+    """Where its part of the client's text ends, when a tag cut it there (``SpanFinder``)."""
 
 
 Part = Say | Pause
@@ -74,6 +76,8 @@ class Script:
         for event in events:
             if isinstance(event, str):
                 parts += self._says(self._chunker.feed(self._rewriter.feed(event) if self._rewriter else event))
+            elif isinstance(event, Cut):
+                parts += self._cut(event.at)
             elif isinstance(event, Pause):
                 parts += self._cut()
                 if event.seconds > 0:
@@ -83,8 +87,12 @@ class Script:
                 self._reading = event
         return parts
 
-    def _cut(self) -> list[Part]:
-        return self._says([*self._held_back(), *self._chunker.cut()])
+    def _cut(self, at: int | None = None) -> list[Part]:
+        """Everything pending as chunks now; the last ends at ``at`` in the client's text."""
+        parts = self._says([*self._held_back(), *self._chunker.cut()])
+        if at is not None and parts and isinstance(parts[-1], Say):
+            parts[-1] = Say(parts[-1].text, parts[-1].reading, at)
+        return parts
 
     def _held_back(self) -> list[str]:
         """The chunks the text the rules held back completes, now that no more follows it."""

@@ -45,8 +45,15 @@ class Reading:
     language: str | None = None
 
 
-Event = str | Pause | Reading
-"""Text to speak (it may hold inline phonemes), a pause, or a change of reading."""
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """A chunk ends here, at ``at`` in the client's text (before a pause or a change of reading)."""
+
+    at: int
+
+
+Event = str | Pause | Reading | Cut
+"""Text to speak (it may hold inline phonemes), a pause, a change of reading, or where a chunk ends."""
 
 
 class _Invalid(Exception):
@@ -75,6 +82,10 @@ class SsmlReader:
         self._start = ""
         self._wrapped = False
         self._document: list[str] = []
+        self._fed = bytearray()
+        self._ascii = True
+        self._shift = 0
+        """The client's text offset of the document's first character (a wrapper, a stripped start)."""
         self._stack: list[_Element] = []
         self._collectors: list[_Element] = []
         """The open elements of ``_COLLECTED``, innermost last (text goes to the last)."""
@@ -111,13 +122,16 @@ class SsmlReader:
     def _decide(self, head: str) -> tuple[bool, str]:
         """Whether the text is SSML, from its start, and the text to go on with."""
         ssml = self.ssml = self._always or head.startswith(_OPENINGS)
+        self._shift = len(self._start) - len(head)
         if ssml and not head.startswith(_OPENINGS):
-            self._wrapped = True
+            self._wrapped, self._shift = True, -len("<speak>")
             return ssml, "<speak>" + self._start
         return ssml, head if ssml else self._start
 
     def _parse(self, fragment: str, *, final: bool) -> list[Event]:
         self._document.append(fragment)
+        self._fed += fragment.encode()
+        self._ascii = self._ascii and fragment.isascii()
         try:
             self._parser.Parse(fragment, final)
         except xml.parsers.expat.ExpatError as exc:
@@ -145,13 +159,13 @@ class SsmlReader:
         outer = self._reading
         reading = _reading_of(name, attributes, outer)
         if name in ("p", "s") or reading != outer:
-            self._events.append(Pause(0.0) if reading == outer else reading)
+            self._events += [Cut(self._here()), Pause(0.0) if reading == outer else reading]
         element = _Element(name, reading, attributes)
         self._stack.append(element)
         if name in _COLLECTED:
             self._collectors.append(element)
         if name == "break":
-            self._events.append(Pause(_break_s(attributes)))
+            self._events += [Cut(self._here()), Pause(_break_s(attributes))]
 
     def _close(self, name: str) -> None:
         element = self._stack.pop()
@@ -164,9 +178,9 @@ class SsmlReader:
                 self._events.append(said)
         outer = self._reading
         if element.reading != outer:
-            self._events.append(outer)
+            self._events += [Cut(self._here()), outer]
         elif name in ("p", "s"):
-            self._events.append(Pause(0.0))
+            self._events += [Cut(self._here()), Pause(0.0)]
 
     def _text(self, text: str) -> None:
         if self._collectors:
@@ -185,6 +199,12 @@ class SsmlReader:
             return _phonemes(text, attributes)
         language = element.reading.language or self._language
         return say_as(attributes.get("interpret-as", ""), text, attributes.get("format", ""), language)
+
+    def _here(self) -> int:
+        """Where the current tag starts in the client's text."""
+        at = self._parser.CurrentByteIndex
+        chars = at if self._ascii else len(self._fed[:at].decode(errors="ignore"))
+        return max(0, chars + self._shift)
 
     def _doctype(self, *_: object) -> None:
         raise _Invalid("a DOCTYPE is not allowed")
