@@ -19,7 +19,7 @@ from elevenlabs.core.api_error import ApiError
 from speakstream.engine.fake import FakeEngine
 from speakstream.loadtest.servers import start_server
 from speakstream.server.serve import ThreadedServer
-from tests.server.dialects.helpers import cartesia_request, read_until, ws_base
+from tests.server.dialects.helpers import cartesia_request, elevenlabs_url, read_until, ws_base
 
 PLS = """<?xml version="1.0" encoding="UTF-8"?>
 <lexicon version="1.0" xmlns="http://www.w3.org/2005/01/pronunciation-lexicon" alphabet="ipa" xml:lang="en-US">
@@ -116,7 +116,9 @@ def test_the_elevenlabs_routes_take_locators(server: ThreadedServer) -> None:
         output_format="pcm_24000",
         pronunciation_dictionary_locators=[locator],
     )
-    assert "".join(with_timestamps.alignment.characters).strip() == "Hello Coco Row."  # type: ignore[union-attr]
+    assert "".join(with_timestamps.alignment.characters).strip() == "Hello Kokoro."  # type: ignore[union-attr]
+    spoken = with_timestamps.normalized_alignment
+    assert "".join(spoken.characters).strip() == "Hello Coco Row."  # type: ignore[union-attr]
     with pytest.raises(ApiError) as missing:
         client.text_to_speech.convert_with_timestamps(
             voice_id="af_heart",
@@ -279,3 +281,21 @@ def test_the_cartesia_sdk_creates_lists_updates_and_deletes_dictionaries(server:
     assert made.id not in [d.id for d in client.pronunciation_dicts.list()]
     with pytest.raises(cartesia.NotFoundError):
         client.pronunciation_dicts.retrieve(made.id)
+
+
+async def test_elevenlabs_alignment_is_the_clients_text_and_normalized_alignment_the_spoken(
+    server: ThreadedServer,
+) -> None:
+    client = _sdk(server)
+    made = client.pronunciation_dictionaries.create_from_rules(name="brands", rules=RULES)  # type: ignore[arg-type]
+    locator = {"pronunciation_dictionary_id": made.id}
+    url = elevenlabs_url(server, multi=False)
+    async with websockets.connect(url) as ws:
+        await ws.send(json.dumps({"text": " ", "pronunciation_dictionary_locators": [locator]}))
+        for fragment in ("We tried Ko", "koro at 10:30. ", "Then a tomato, ", "please. ", ""):
+            await ws.send(json.dumps({"text": fragment}))
+        messages = await read_until(ws, lambda m: m.get("isFinal"))
+    written = "".join(c for m in messages if m.get("alignment") for c in m["alignment"]["chars"])
+    spoken = "".join(c for m in messages if m.get("alignment") for c in m["normalizedAlignment"]["chars"])
+    assert written.split() == "We tried Kokoro at 10:30. Then a tomato, please.".split()
+    assert spoken.split() == "We tried Coco Row at 10:30. Then a tomato, please.".split()

@@ -147,7 +147,7 @@ class Reply:
         """How far this reply's audio is ahead of its listener (sizes the engine's windows)."""
         self._script = script_for(scheduler, settings, policy or ChunkPolicy())
         self._texts: deque[Spoken | Pause] = deque()
-        self._spans = SpanFinder()
+        self.spans = SpanFinder()
         """Where each word came from in the client's text."""
         self._ends: dict[int, int | None] = {}
         self._text_ready = asyncio.Event()
@@ -206,7 +206,7 @@ class Reply:
     def push_chunk(self, text: str) -> None:
         """Text the client already chunked: spoken as one chunk, as it is (after anything pushed
         before it), so a chunking client such as ``VoiceAgent`` is the only one that decides."""
-        self._take(text)
+        self._take(text, apart=True)
         self._queue(self._script.chunk(text))
 
     @property
@@ -214,13 +214,13 @@ class Reply:
         """Chunks cut so far: those handed to the engine and those waiting for their turn."""
         return len(self.texts) + len(self._texts)
 
-    def _take(self, text: str) -> None:
+    def _take(self, text: str, *, apart: bool = False) -> None:
         if self._ended:
             raise InvalidInput(f"request {self.request_id} already ended its input", code="request_closed")
         self._received += len(text)
         if self._received > self._max_text_chars:
             raise InvalidInput(f"text is over the {self._max_text_chars}-character limit", code="text_too_long")
-        self._spans.add(text)
+        self.spans.add(text, apart=apart)
 
     def end_input(self) -> None:
         if self._ended:
@@ -385,8 +385,8 @@ class Reply:
         """The piece's words, timed from the start of the reply, each with its span in the client's text."""
         if not piece.words:
             return ()
-        self._spans.ssml = self._script.ssml
-        spans = self._spans.place([w.word for w in piece.words], job.text, self._ends.pop(job.index, None))
+        self.spans.ssml = self._script.ssml
+        spans = self.spans.place([w.word for w in piece.words], job.text, self._ends.pop(job.index, None))
         return tuple(replace(w.shifted(chunk_start), chars=chars) for w, chars in zip(piece.words, spans, strict=True))
 
     async def _off_loop(self, encode: Callable[[], bytes]) -> bytes:

@@ -16,6 +16,7 @@ tag cut it (SSML), or where its last mark is.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -113,9 +114,15 @@ class SpanFinder:
         self._scanned = 0
         self._next = 0
         """The first unit no chunk has taken yet."""
+        self._breaks: list[int] = []
 
-    def add(self, fragment: str) -> None:
+    def add(self, fragment: str, *, apart: bool = False) -> None:
+        """More of the client's text; ``apart``: a chunk of its own (no word runs across its edges)."""
+        if apart:
+            self._breaks.append(len(self.text))
         self.text += fragment
+        if apart:
+            self._breaks.append(len(self.text))
 
     def place(self, words: list[str], chunk: str, ends_at: int | None = None) -> list[Span]:
         """Spans in the client's text of ``words``, the words of the chunk after those placed
@@ -171,10 +178,14 @@ class SpanFinder:
         stop = len(self.text)
         if self.ssml and (opened := self.text.rfind("<", self._scanned)) > self.text.rfind(">", self._scanned):
             stop = opened
-        masked = _TARGET.sub(_blank, self.text[self._scanned : stop])
-        if self.ssml:
-            masked = _SSML_MARKUP.sub(_blank, masked)
-        self._units += _units(masked, self._scanned, group)
+        edges = [self._scanned, *(b for b in self._breaks if self._scanned < b < stop), stop]
+        for start, end in itertools.pairwise(edges):
+            masked = _TARGET.sub(_blank, self.text[start:end])
+            if self.ssml:
+                masked = _SSML_MARKUP.sub(_blank, masked)
+            found = _units(masked, start, group)
+            self._units += found
+            group = found[-1].group + 1 if found else group
         self._scanned = stop
 
 

@@ -90,3 +90,64 @@ def chunk_char_times(first: ChunkOut, duration_s: float, *, word_break: bool = F
 def chunk_words(first: ChunkOut, duration_s: float) -> list[WordTimestamp]:
     """``text_words`` of a chunk, from its start."""
     return text_words(first.text, [w.shifted(-first.offset_s) for w in first.words], duration_s)
+
+
+_MARKUP = re.compile(r"<[^<>]*>")
+
+
+@dataclass(slots=True)
+class SourceAlignment:
+    """The client's own text, chunk by chunk, with its characters timed (ElevenLabs' ``alignment``,
+    beside the spoken text's ``normalizedAlignment``): each chunk covers the client's text from
+    where the chunk before ended to the end of its last word and the marks after it."""
+
+    said_to: int = 0
+
+    def times(self, source: str, first: ChunkOut, duration_s: float, *, ssml: bool) -> CharTimes | None:
+        """The chunk's characters of ``source`` timed from its start (SSML tags left out); None
+        when its words do not know where they came from."""
+        words = [w.shifted(-first.offset_s) for w in first.words]
+        if not words or any(w.chars is None for w in words):
+            return None
+        end = max(w.chars[1] for w in words if w.chars is not None)
+        while end < len(source) and not source[end].isspace() and not source[end].isalnum() and source[end] != "<":
+            end += 1
+        start, self.said_to = self.said_to, max(end, self.said_to)
+        text = source[start : self.said_to]
+        timed = _by_span(text, start, words, duration_s)
+        return _without_markup(timed, text) if ssml else timed
+
+
+def _by_span(text: str, start: int, words: list[WordTimestamp], duration_s: float) -> CharTimes:
+    """``char_times`` with each word at its span (words with one span share its time)."""
+    bounds, known = [0.0] * (len(text) + 1), [False] * (len(text) + 1)
+    known[0] = known[-1] = True
+    bounds[-1] = duration_s
+    for chars, same in itertools.groupby(words, key=lambda w: w.chars):
+        group = list(same)
+        if chars is None:
+            continue
+        first, end = max(0, chars[0] - start), min(len(text), chars[1] - start)
+        begin_s, end_s = group[0].start_s, group[-1].end_s
+        for i in range(first, min(end, len(text) - 1) + 1):
+            bounds[i] = begin_s + (end_s - begin_s) * (i - first) / max(1, end - first)
+            known[i] = True
+    _fill_gaps(bounds, known)
+    ms = [round(b * 1000) for b in _monotone(bounds)]
+    return CharTimes(list(text), ms[:-1], [b - a for a, b in itertools.pairwise(ms)])
+
+
+def _without_markup(times: CharTimes, text: str) -> CharTimes:
+    """``times`` without the characters of SSML tags (their time goes to the character before)."""
+    hidden = {i for tag in _MARKUP.finditer(text) for i in range(*tag.span())}
+    chars: list[str] = []
+    starts: list[int] = []
+    durations: list[int] = []
+    for i, (char, at, lasts) in enumerate(zip(times.chars, times.starts_ms, times.durations_ms, strict=True)):
+        if i not in hidden:
+            chars.append(char)
+            starts.append(at)
+            durations.append(lasts)
+        elif durations:
+            durations[-1] += lasts
+    return CharTimes(chars, starts, durations)

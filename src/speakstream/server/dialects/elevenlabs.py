@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import json
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import replace
 from typing import Any
@@ -42,7 +43,7 @@ from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput, ProtocolError, SpeakstreamError
 from speakstream.protocol import Options, locators
 from speakstream.server.contexts import ChunkTracker, Context, ContextSocket
-from speakstream.server.dialects.alignment import CharTimes, chunk_char_times
+from speakstream.server.dialects.alignment import CharTimes, SourceAlignment, chunk_char_times
 from speakstream.server.http import audio_response, error_response, json_body, runtime_of, sse_parts, streaming
 from speakstream.server.reading import check_readable, validate
 from speakstream.server.reply import ChunkOut, Reply
@@ -104,6 +105,8 @@ class ElevenLabsSocket(ContextSocket):
         self._language: str | None = None
         self._text_type: str | None = None
         self._normalize: bool | None = None
+        self._sources: weakref.WeakKeyDictionary[Context, SourceAlignment] = weakref.WeakKeyDictionary()
+        """How far each context's alignment of the client's own text has got."""
 
     async def start(self) -> None:
         query = self.ws.query_params
@@ -181,15 +184,18 @@ class ElevenLabsSocket(ContextSocket):
             {"audio": base64.b64encode(part).decode("ascii")} if part else {} for _, part in parts
         ]
         if ctx.track.finished is not None:
-            alignment = self._alignment(ctx, *ctx.track.finished)
-            messages[-1]["alignment"] = messages[-1]["normalizedAlignment"] = alignment
+            messages[-1]["alignment"], messages[-1]["normalizedAlignment"] = self._alignment(ctx, *ctx.track.finished)
         return [json.dumps(self._tag({**m, "isFinal": False}, ctx)) for m in messages if m]
 
-    def _alignment(self, ctx: Context, first: ChunkOut, duration_s: float) -> dict[str, list[Any]]:
-        times = chunk_char_times(first, duration_s, word_break=ctx.track.chunks > 1)
+    def _alignment(self, ctx: Context, first: ChunkOut, duration_s: float) -> tuple[dict[str, list[Any]], ...]:
+        """The chunk's alignment of the client's own text (of the spoken text when its words do
+        not know their spans), and of the spoken text."""
+        spoken = chunk_char_times(first, duration_s, word_break=ctx.track.chunks > 1)
+        source = self._sources.setdefault(ctx, SourceAlignment())
+        written = source.times(ctx.reply.spans.text, first, duration_s, ssml=ctx.reply.spans.ssml) or spoken
         if self.alignment_cumulative:
-            times = times.shifted(round(first.offset_s * 1000))
-        return _ws_alignment(times)
+            spoken, written = (t.shifted(round(first.offset_s * 1000)) for t in (spoken, written))
+        return _ws_alignment(written), _ws_alignment(spoken)
 
     def done_messages(self, ctx: Context) -> list[str]:
         return [json.dumps(self._tag({"isFinal": True}, ctx))]
@@ -281,12 +287,22 @@ async def _reply(request: Request, runtime: Runtime) -> Reply:
     return reply
 
 
-async def _chunk_alignments(reply: Reply) -> AsyncIterator[tuple[ChunkOut, dict[str, list[Any]] | None]]:
-    """The reply's outputs, each with the alignment of the chunk it ends (or None)."""
-    track = ChunkTracker()
+Alignments = tuple[dict[str, list[Any]], dict[str, list[Any]]]
+
+
+async def _chunk_alignments(reply: Reply) -> AsyncIterator[tuple[ChunkOut, Alignments | None]]:
+    """The reply's outputs, each with the alignments (the client's text, the spoken text) of the
+    chunk it ends (or None)."""
+    track, source = ChunkTracker(), SourceAlignment()
     async for out in reply.outputs():
         track.see(out)
-        yield out, _http_alignment(*track.finished, word_break=track.chunks > 1) if track.finished else None
+        if track.finished is None:
+            yield out, None
+            continue
+        first, duration_s = track.finished
+        spoken = chunk_char_times(first, duration_s, word_break=track.chunks > 1)
+        written = source.times(reply.spans.text, first, duration_s, ssml=reply.spans.ssml) or spoken
+        yield out, (_http_alignment(first, written), _http_alignment(first, spoken))
 
 
 async def _timed_lines(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, None]:
@@ -294,7 +310,7 @@ async def _timed_lines(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, 
         async for out, alignment in _chunk_alignments(reply):
             message: dict[str, Any] = {"audio_base64": base64.b64encode(out.data).decode("ascii")}
             if alignment is not None:
-                message["alignment"] = message["normalized_alignment"] = alignment
+                message["alignment"], message["normalized_alignment"] = alignment
             if out.data or alignment is not None:
                 yield (json.dumps(message) + "\n").encode()
     except SpeakstreamError as exc:
@@ -304,21 +320,21 @@ async def _timed_lines(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, 
 
 async def _timed_whole(reply: Reply, runtime: Runtime) -> Response:
     audio = bytearray()
-    whole: dict[str, list[Any]] = {k: [] for k in ("characters", *_TIME_KEYS)}
+    whole: list[dict[str, list[Any]]] = [{k: [] for k in ("characters", *_TIME_KEYS)} for _ in range(2)]
     try:
-        async for out, alignment in _chunk_alignments(reply):
+        async for out, alignments in _chunk_alignments(reply):
             audio += out.data
-            for key, values in (alignment or {}).items():
-                whole[key] += values
+            for joined, alignment in zip(whole, alignments or (), strict=False):
+                for key, values in alignment.items():
+                    joined[key] += values
     except SpeakstreamError as exc:
         return elevenlabs_error(exc, runtime)
-    body = {"audio_base64": base64.b64encode(bytes(audio)).decode("ascii"), "alignment": whole}
-    return JSONResponse({**body, "normalized_alignment": whole})
+    body = {"audio_base64": base64.b64encode(bytes(audio)).decode("ascii"), "alignment": whole[0]}
+    return JSONResponse({**body, "normalized_alignment": whole[1]})
 
 
-def _http_alignment(first: ChunkOut, duration_s: float, *, word_break: bool) -> dict[str, list[Any]]:
+def _http_alignment(first: ChunkOut, times: CharTimes) -> dict[str, list[Any]]:
     """A chunk's characters, in seconds from the start of the reply (the HTTP form)."""
-    times = chunk_char_times(first, duration_s, word_break=word_break)
     at = first.offset_s
     starts = [round(at + s / 1000, 3) for s in times.starts_ms]
     ends = [round(at + (s + d) / 1000, 3) for s, d in zip(times.starts_ms, times.durations_ms, strict=True)]
