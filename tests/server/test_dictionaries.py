@@ -240,7 +240,8 @@ async def test_cartesia_takes_a_pronunciation_dict_id(server: ThreadedServer) ->
         await ws.send(cartesia_request("c2", "Hi.", more=False, pronunciation_dict_id="missing"))
         refused = await read_until(ws, lambda m: m["type"] in ("done", "error"))
     words = [w for m in messages if m["type"] == "timestamps" for w in m["word_timestamps"]["words"]]
-    assert " ".join(words).startswith("Coco Row")
+    assert " ".join(words) == "Kokoro speaks."  # the client's own words, timed as spoken:
+    assert "Coco Row speaks." in _engine_texts(server)
     assert refused[-1]["type"] == "error" and "unknown_dictionary" in json.dumps(refused[-1])
 
 

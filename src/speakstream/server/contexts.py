@@ -27,6 +27,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from speakstream.errors import InvalidInput, Overloaded, ProtocolError, SpeakstreamError, internal_error
 from speakstream.protocol import Options
+from speakstream.server.dialects.alignment import SourceAlignment
 from speakstream.server.outbox import Outbox, Outgoing, send_frame
 from speakstream.server.reply import ChunkOut, Reply
 from speakstream.server.runtime import Runtime
@@ -69,6 +70,8 @@ class Context:
     text_at: float = field(default_factory=time.monotonic)
     ended: bool = False
     track: ChunkTracker = field(default_factory=ChunkTracker)
+    source: SourceAlignment = field(default_factory=SourceAlignment)
+    """How far its timing of the client's own text has got (the dialects' alignments)."""
     flushes: list[tuple[int, int]] = field(default_factory=list)
     """(flush id, chunks queued when it was asked) for flushes not yet answered."""
     flush_count: int = 0

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from speakstream.server.reply import ChunkOut
+from speakstream.server.reply import ChunkOut, Reply
 from speakstream.types import WordTimestamp
 
 
@@ -71,8 +71,12 @@ def _monotone(bounds: list[float]) -> list[float]:
 def text_words(text: str, words: Sequence[WordTimestamp], duration_s: float) -> list[WordTimestamp]:
     """The text's own whitespace-separated words (punctuation attached, as the services send
     them), timed by their characters: what a client can match against the text it sent."""
-    times = char_times(text, words, duration_s)
-    out = []
+    return words_of(char_times(text, words, duration_s))
+
+
+def words_of(times: CharTimes) -> list[WordTimestamp]:
+    """The whitespace-separated words of timed characters, each from its first to its last."""
+    text, out = "".join(times.chars), []
     for match in re.finditer(r"\S+", text):
         first, last = match.start(), match.end() - 1
         end_ms = times.starts_ms[last] + times.durations_ms[last]
@@ -103,9 +107,10 @@ class SourceAlignment:
 
     said_to: int = 0
 
-    def times(self, source: str, first: ChunkOut, duration_s: float, *, ssml: bool) -> CharTimes | None:
-        """The chunk's characters of ``source`` timed from its start (SSML tags left out); None
-        when its words do not know where they came from."""
+    def times(self, reply: Reply, first: ChunkOut, duration_s: float) -> CharTimes | None:
+        """The chunk's characters of the client's text timed from its start (SSML tags left out);
+        None when its words do not know where they came from."""
+        source, ssml = reply.spans.text, reply.spans.ssml
         words = [w.shifted(-first.offset_s) for w in first.words]
         if not words or any(w.chars is None for w in words):
             return None

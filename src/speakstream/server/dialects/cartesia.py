@@ -34,7 +34,7 @@ from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput, ProtocolError, SpeakstreamError
 from speakstream.protocol import Locator, Options, locators
 from speakstream.server.contexts import Context, ContextSocket
-from speakstream.server.dialects.alignment import chunk_words
+from speakstream.server.dialects.alignment import chunk_words, words_of
 from speakstream.server.http import audio_response, json_body, runtime_of, sse_parts
 from speakstream.server.reading import check_readable
 from speakstream.server.reply import ChunkOut
@@ -95,7 +95,8 @@ class CartesiaSocket(ContextSocket):
             messages.append(self._message(ctx, "chunk", data=data, step_time=step_ms, flush_id=ctx.flush_count))
         if ctx.track.finished is not None and ctx.extra["timestamps"]:
             first, length = ctx.track.finished
-            timed = chunk_words(first, length)
+            written = ctx.source.times(ctx.reply, first, length)  # the client's own words
+            timed = words_of(written) if written is not None else chunk_words(first, length)
             words = {
                 "words": [w.word for w in timed],
                 "start": [round(first.offset_s + w.start_s, 3) for w in timed],

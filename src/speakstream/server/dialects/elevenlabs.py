@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import base64
 import json
-import weakref
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import replace
 from typing import Any
@@ -105,8 +104,6 @@ class ElevenLabsSocket(ContextSocket):
         self._language: str | None = None
         self._text_type: str | None = None
         self._normalize: bool | None = None
-        self._sources: weakref.WeakKeyDictionary[Context, SourceAlignment] = weakref.WeakKeyDictionary()
-        """How far each context's alignment of the client's own text has got."""
 
     async def start(self) -> None:
         query = self.ws.query_params
@@ -191,8 +188,7 @@ class ElevenLabsSocket(ContextSocket):
         """The chunk's alignment of the client's own text (of the spoken text when its words do
         not know their spans), and of the spoken text."""
         spoken = chunk_char_times(first, duration_s, word_break=ctx.track.chunks > 1)
-        source = self._sources.setdefault(ctx, SourceAlignment())
-        written = source.times(ctx.reply.spans.text, first, duration_s, ssml=ctx.reply.spans.ssml) or spoken
+        written = ctx.source.times(ctx.reply, first, duration_s) or spoken
         if self.alignment_cumulative:
             spoken, written = (t.shifted(round(first.offset_s * 1000)) for t in (spoken, written))
         return _ws_alignment(written), _ws_alignment(spoken)
@@ -301,7 +297,7 @@ async def _chunk_alignments(reply: Reply) -> AsyncIterator[tuple[ChunkOut, Align
             continue
         first, duration_s = track.finished
         spoken = chunk_char_times(first, duration_s, word_break=track.chunks > 1)
-        written = source.times(reply.spans.text, first, duration_s, ssml=reply.spans.ssml) or spoken
+        written = source.times(reply, first, duration_s) or spoken
         yield out, (_http_alignment(first, written), _http_alignment(first, spoken))
 
 
