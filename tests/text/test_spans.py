@@ -112,7 +112,8 @@ def test_words_are_placed_as_the_text_streams_in() -> None:
 
 def _placed_in_chunks(text: str) -> None:
     finder = SpanFinder()
-    finder.add(text)
+    for at in range(0, len(text), 7):
+        finder.add(text[at : at + 7])
     words = text.split()
     for at in range(0, len(words), 20):
         finder.place(words[at : at + 20], " ".join(words[at : at + 20]))

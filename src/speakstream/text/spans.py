@@ -108,7 +108,8 @@ class SpanFinder:
     words their spans in it, chunk after chunk. ``ssml``: tags and entities are not spoken."""
 
     def __init__(self) -> None:
-        self.text = ""
+        self._parts: list[str] = []
+        self._length = 0
         self.ssml = False
         self._units: list[_Unit] = []
         self._scanned = 0
@@ -119,10 +120,18 @@ class SpanFinder:
     def add(self, fragment: str, *, apart: bool = False) -> None:
         """More of the client's text; ``apart``: a chunk of its own (no word runs across its edges)."""
         if apart:
-            self._breaks.append(len(self.text))
-        self.text += fragment
+            self._breaks.append(self._length)
+        self._parts.append(fragment)
+        self._length += len(fragment)
         if apart:
-            self._breaks.append(len(self.text))
+            self._breaks.append(self._length)
+
+    @property
+    def text(self) -> str:
+        """The client's text so far (its fragments joined when asked, not at each one)."""
+        if len(self._parts) > 1:
+            self._parts = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
 
     def place(self, words: list[str], chunk: str, ends_at: int | None = None) -> list[Span]:
         """Spans in the client's text of ``words``, the words of the chunk after those placed
@@ -175,12 +184,13 @@ class SpanFinder:
             while self._units and self._units[-1].group == last:
                 self._scanned = self._units.pop().start
             self._next, group = min(self._next, len(self._units)), last
-        stop = len(self.text)
-        if self.ssml and (opened := self.text.rfind("<", self._scanned)) > self.text.rfind(">", self._scanned):
+        text = self.text
+        stop = len(text)
+        if self.ssml and (opened := text.rfind("<", self._scanned)) > text.rfind(">", self._scanned):
             stop = opened
         edges = [self._scanned, *(b for b in self._breaks if self._scanned < b < stop), stop]
         for start, end in itertools.pairwise(edges):
-            masked = _TARGET.sub(_blank, self.text[start:end])
+            masked = _TARGET.sub(_blank, text[start:end])
             if self.ssml:
                 masked = _SSML_MARKUP.sub(_blank, masked)
             found = _units(masked, start, group)
