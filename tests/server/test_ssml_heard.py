@@ -53,9 +53,16 @@ def test_say_as_characters_is_heard_letter_by_letter_and_a_phoneme_as_written(
     spelled = '<say-as interpret-as="characters">dog</say-as>'
     banana = '<phoneme alphabet="ipa" ph="bəˈnænə">Qwertle</phoneme>'
     heard = asr.transcribe(_pcm(kokoro_server, "<speak>" + text.format(spelled, banana) + "</speak>"), RATE).text
-    assert re.search(r"\bD\W?O\W?G\b", heard) and "banana" in heard.lower(), heard  # Whisper writes letters
+    assert _letters(heard) and "dog" not in heard and "banana" in heard.lower(), heard
     plain = asr.transcribe(_pcm(kokoro_server, text.format("dog", "Qwertle")), RATE).text
-    assert not re.search(r"\bD\W?O\W?G\b", plain) and "banana" not in plain.lower(), plain
+    assert not _letters(plain) and "dog" in plain and "banana" not in plain.lower(), plain
+
+
+def _letters(heard: str) -> bool:
+    """Whisper wrote letters of D, O, G in order as capitals ("DOG", "D-O-G"; under load it once
+    wrote the D as "the": "the OG"), where a word said would be written "dog"."""
+    capitals = re.sub(r"[^A-Z]", "", heard)
+    return "DO" in capitals or "OG" in capitals
 
 
 async def test_a_lang_span_in_spanish_is_heard_as_spanish(
