@@ -163,8 +163,7 @@ class KokoroEngine(VoiceBankEngine):
         """A windowed stream on the ``fast`` graph, else the chunk made whole by one inference per part."""
         if self.runner is None:
             return WholeChunk(lambda: iter([self._whole_piece(text, voice, speed, cancel, normalized)]))
-        read = partial(self._read, text, voice, speed, normalized)
-        return self._windows(text, voice, speed, cancel, opening, self._policy, read)
+        return self._windows(text, voice, speed, cancel, opening, self._policy, normalized)
 
     def windowed(
         self, text: str, voice: str = "af_heart", *, opening: bool = True, policy: WindowPolicy | None = None
@@ -181,7 +180,7 @@ class KokoroEngine(VoiceBankEngine):
         cancel: CancelToken | None,
         opening: bool,
         policy: WindowPolicy,
-        read: Callable[[], list[Phonemized]] | None = None,
+        normalized: bool = True,
     ) -> ChunkStream:
         if self.runner is None:
             raise InvalidInput(f"the {self.config.graph} graph is decoded whole, not in windows", code="invalid_config")
@@ -190,7 +189,7 @@ class KokoroEngine(VoiceBankEngine):
             pace=speed,
             opening=opening,
             cancel=cancel,
-            read=read or partial(self._read, text, voice, speed),
+            read=partial(self._read, text, voice, speed, normalized),
             style=partial(self.voice_bank.style, voice),
             runner=self.runner,
             policy=policy,

@@ -23,7 +23,7 @@ def say_as(kind: str, text: str, fmt: str, language: str) -> str:
     if kind == "ordinal" and text.isdigit():
         return _ordinal(int(text), english, language)
     if kind == "telephone":
-        return _telephone(text)
+        return telephone(text)
     if kind == "date":
         return _date(text, fmt, english)
     if kind in ("cardinal", "number"):
@@ -49,7 +49,8 @@ def _ordinal(number: int, english: bool, language: str) -> str:
     return str(num2words(number, lang=code, to="ordinal")) if code else str(number)
 
 
-def _telephone(text: str) -> str:
+def telephone(text: str) -> str:
+    """A phone number read digit by digit, its groups apart ("+1 555-0123": "plus 1, 5 5 5, 0 1 2 3")."""
     groups = re.findall(r"\d+", text)
     spoken = ", ".join(" ".join(group) for group in groups)
     return ("plus " if text.startswith("+") else "") + spoken if groups else text

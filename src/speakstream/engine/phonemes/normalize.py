@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from speakstream.engine.phonemes.languages import Language
 from speakstream.engine.phonemes.normalize_other import normalize_other
+from speakstream.text.say_as import telephone
 
 _MONTHS = "January February March April May June July August September October November December".split()
 _DOMAIN_WORDS = r"(?:com|org|net|io|ai|dev|app|co|uk|de|fr|eu|edu|gov|info|biz|us|ca|html?|php)"
@@ -38,9 +39,7 @@ def _date(m: re.Match[str]) -> str:
 
 
 def _digits(m: re.Match[str]) -> str:
-    groups = re.findall(r"\d+", m.group(0))
-    spoken = ", ".join(" ".join(group) for group in groups)
-    return ("plus " if m.group(0).startswith("+") else "") + spoken
+    return telephone(m.group(0))
 
 
 def _address(m: re.Match[str]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from speakstream.server.reply import ChunkOut, Reply
@@ -31,20 +31,26 @@ def char_times(text: str, words: Sequence[WordTimestamp], duration_s: float) -> 
     """Times of each character of ``text``, whose ``words`` start at 0 and whose audio lasts
     ``duration_s``. Words not found in the text (normalised numbers, say) leave their span to
     the characters around them."""
+    spans, at = [], 0
+    for word in words:
+        found = text.find(word.word, at) if word.word else -1
+        if found >= 0:
+            at = found + len(word.word)
+            spans.append((found, at, word.start_s, word.end_s))
+    return _timed(text, spans, duration_s)
+
+
+def _timed(text: str, spans: Iterable[tuple[int, int, float, float]], duration_s: float) -> CharTimes:
+    """Times of each character of ``text``: each span (first, end, start s, end s) evenly across
+    its characters, the rest sharing the gaps between; the last ends with the audio."""
     bounds = [0.0] * (len(text) + 1)
     known = [False] * (len(text) + 1)
     known[0] = known[-1] = True
     bounds[-1] = duration_s
-    at = 0
-    for word in words:
-        found = text.find(word.word, at) if word.word else -1
-        if found < 0:
-            continue
-        end = found + len(word.word)
-        for i in range(found, min(end, len(text) - 1) + 1):  # evenly across the word; the end is the audio's
-            bounds[i] = word.start_s + (word.end_s - word.start_s) * (i - found) / max(1, end - found)
+    for first, end, start_s, end_s in spans:
+        for i in range(first, min(end, len(text) - 1) + 1):  # evenly across the word; the end is the audio's
+            bounds[i] = start_s + (end_s - start_s) * (i - first) / max(1, end - first)
             known[i] = True
-        at = end
     _fill_gaps(bounds, known)
     ms = [round(b * 1000) for b in _monotone(bounds)]
     return CharTimes(list(text), ms[:-1], [b - a for a, b in itertools.pairwise(ms)])
@@ -125,21 +131,13 @@ class SourceAlignment:
 
 def _by_span(text: str, start: int, words: list[WordTimestamp], duration_s: float) -> CharTimes:
     """``char_times`` with each word at its span (words with one span share its time)."""
-    bounds, known = [0.0] * (len(text) + 1), [False] * (len(text) + 1)
-    known[0] = known[-1] = True
-    bounds[-1] = duration_s
+    spans = []
     for chars, same in itertools.groupby(words, key=lambda w: w.chars):
         group = list(same)
-        if chars is None:
-            continue
-        first, end = max(0, chars[0] - start), min(len(text), chars[1] - start)
-        begin_s, end_s = group[0].start_s, group[-1].end_s
-        for i in range(first, min(end, len(text) - 1) + 1):
-            bounds[i] = begin_s + (end_s - begin_s) * (i - first) / max(1, end - first)
-            known[i] = True
-    _fill_gaps(bounds, known)
-    ms = [round(b * 1000) for b in _monotone(bounds)]
-    return CharTimes(list(text), ms[:-1], [b - a for a, b in itertools.pairwise(ms)])
+        if chars is not None:
+            first, end = max(0, chars[0] - start), min(len(text), chars[1] - start)
+            spans.append((first, end, group[0].start_s, group[-1].end_s))
+    return _timed(text, spans, duration_s)
 
 
 def _without_markup(times: CharTimes, text: str) -> CharTimes:
