@@ -23,7 +23,7 @@ from stft_conv import stft_as_convolution
 from speakstream.bench.spectra import logmel_distance
 from speakstream.engine.config import EngineConfig, session_options
 from speakstream.engine.kokoro import KokoroEngine
-from speakstream.engine.model.graph import front_feed
+from speakstream.engine.model.feeds import front_feed
 
 TEXTS = (
     "Thanks for waiting, I found your booking.",

@@ -33,7 +33,7 @@ ARMS = {"warm": EngineConfig().warm_runs, "wide only": 0}
 
 def bursts(arm: str, levels: list[int]) -> list[dict[str, Any]]:
     """One fresh server with ``arm``'s warm-up: one listener, then each level at once."""
-    config = ServerConfig()
+    config = ServerConfig(cache_mb=0)  # each burst repeats one text: the cache would answer it
 
     def factory() -> KokoroEngine:
         return KokoroEngine(replace(config.engine_config(), warm_runs=ARMS[arm]))

@@ -24,7 +24,7 @@ import numpy as np
 
 from speakstream.engine.config import EngineConfig, session_options
 from speakstream.engine.kokoro import KokoroEngine
-from speakstream.engine.model.graph import FEATURES
+from speakstream.engine.model.feeds import FEATURES
 from speakstream.engine.windows.planner import Span
 
 VOICE = "af_heart"

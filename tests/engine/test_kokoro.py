@@ -8,14 +8,13 @@ import numpy as np
 import pytest
 
 from speakstream.bench.asr import Recognizer, corpus_wer, timestamp_agreement
-from speakstream.engine.base import WARM_TEXT
 from speakstream.engine.cancel import CancelToken
 from speakstream.engine.config import EngineConfig
-from speakstream.engine.kokoro import KokoroEngine
+from speakstream.engine.kokoro import WARM_TOKENS, KokoroEngine
 from speakstream.engine.phonemes.phonemizer import MAX_TOKENS
 from speakstream.engine.windows.edges import EdgePolicy, frame_db
 from speakstream.engine.windows.front import Utterance
-from speakstream.engine.windows.parts import WARM_RUNS, SplitModel
+from speakstream.engine.windows.parts import WARM_FRAMES, WARM_RUNS, SplitModel
 from speakstream.engine.windows.planner import FRAME_SAMPLES, Situation, Span, opening_frames
 from speakstream.engine.windows.runner import Runner
 from speakstream.engine.windows.speed import Speed
@@ -556,10 +555,10 @@ def _first_word_heard(word: str, heard: str) -> bool:
     return corpus_wer([(word, heard.split()[0] if heard else "")]) == 0
 
 
-def test_warming_runs_every_copy_of_every_part_on_a_whole_reply(kokoro: KokoroEngine) -> None:
+def test_warming_runs_every_copy_of_every_part_on_an_opening(kokoro: KokoroEngine) -> None:
     """A copy's first runs take up to twice as long (``WARM_RUNS``): ``warm`` runs each one, the
-    narrow copies and the crowded decoder's included, on the whole reply it speaks, so the first
-    burst of listeners after start-up does not pay for them; once per model."""
+    narrow copies and the crowded decoder's included, the decoders on an opening's frames
+    (``WARM_FRAMES``), so the first burst of listeners does not pay for them; once per model."""
     model = _runner(kokoro).model
     assert model.crowded is not None
     kokoro.warm("af_heart")
@@ -580,15 +579,13 @@ def test_warming_runs_every_copy_of_every_part_on_a_whole_reply(kokoro: KokoroEn
 
     parts = (counted(model.front), counted(model.decoder), counted(model.crowded))
     twin = SplitModel(model.cores, *parts, harmonics=model.harmonics, rate=model.rate, providers=model.providers)
-    tokens = kokoro.parts(WARM_TEXT, kokoro.check_voice("af_heart").speaks)[0].tokens
-    style = kokoro.voice_bank.style("af_heart", len(tokens))
-    twin.warm(tokens, style)
-    twin.warm(tokens, style)  # once per model
-    frames = _front(kokoro, WARM_TEXT).frames
+    style = kokoro.voice_bank.style("af_heart", len(WARM_TOKENS))
+    twin.warm(WARM_TOKENS, style)
+    twin.warm(WARM_TOKENS, style)  # once per model
     for part in parts:
         assert len(part.every) == 1 + model.narrow_count
         for copy in part.every:
             sizes = runs[id(copy)]
             assert len(sizes) == WARM_RUNS
-            if part is not parts[0]:  # the decoders ran on every frame of it
-                assert sizes == [frames] * WARM_RUNS
+            if part is not parts[0]:  # the decoders ran on an opening's frames
+                assert sizes == [WARM_FRAMES] * WARM_RUNS

@@ -52,11 +52,10 @@ class EngineConfig:
     windows: WindowPolicy = field(default_factory=WindowPolicy)
     """How the ``fast`` graph's decoder is run in windows (streaming inside a chunk)."""
     languages: tuple[str, ...] = ()
-    """Languages whose G2P loads with the engine (the others load on first use)."""
-    warm_runs: int = 2
+    """Languages whose G2P loads as the engine warms (the others load on first use)."""
+    warm_runs: int = 1
     """Runs of every copy of every part before serving (narrow copies and the crowded decoder
-    included), so the first burst of listeners does not pay their first runs; 0: the wide copies
-    only, through two syntheses."""
+    included), beside the G2P's loading; 0: the wide copies only, through two syntheses."""
 
 
 def pick_providers(requested: tuple[str, ...] | None = None) -> list[str]:

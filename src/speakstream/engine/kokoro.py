@@ -11,6 +11,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Hashable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -29,10 +30,10 @@ from speakstream.engine.config import (
     session_options,
 )
 from speakstream.engine.model.assets import Assets, locate
-from speakstream.engine.model.graph import front_feed
+from speakstream.engine.model.feeds import front_feed
 from speakstream.engine.phonemes.languages import Language, parse_language
 from speakstream.engine.phonemes.normalize import normalize
-from speakstream.engine.phonemes.phonemizer import Phonemized, Phonemizer, windows
+from speakstream.engine.phonemes.phonemizer import Phonemized, Phonemizer, vocab, windows
 from speakstream.engine.voices import VoiceBank
 from speakstream.engine.windows import cores as inference
 from speakstream.engine.windows.edges import EdgePolicy, trim_edges
@@ -45,6 +46,10 @@ from speakstream.engine.windows.speed import CPU_GUESS_S, GPU_GUESS_S, SpeedEsti
 from speakstream.engine.windows.stream import ChunkStream
 from speakstream.errors import InvalidInput
 from speakstream.types import SAMPLE_RATE, AudioChunk, AudioPiece, Step, SynthesisTimings, WordTimestamp, join_pieces
+
+WARM_PHONEMES = "ɹˈɛdi, æt jʊɹ sˈɜɹvəs."
+"""What the copies are warmed on ("Ready, at your service."), as phonemes: the G2P may still be loading."""
+WARM_TOKENS = tuple(vocab()[c] for c in WARM_PHONEMES)
 
 
 class KokoroEngine(VoiceBankEngine):
@@ -59,9 +64,7 @@ class KokoroEngine(VoiceBankEngine):
         self.assets = assets or locate(self.config.model_dir)
         self.voice_bank = VoiceBank.from_dir(self.assets.voices_dir)
         self.phonemizer = Phonemizer()
-        self.phonemizer.load()
-        for language in self.config.languages:
-            self.phonemizer.load(parse_language(language))
+        self._languages = [parse_language(language) for language in self.config.languages]
 
         def options() -> Any:
             return session_options(self.config.intra_op_threads, self.config.inter_op_threads, self.config.spin_threads)
@@ -134,13 +137,24 @@ class KokoroEngine(VoiceBankEngine):
         return join_pieces(text, list(pieces(stream)))
 
     def warm(self, voice: str = "af_heart") -> None:
-        """Ready to serve at full speed: ``synthesize`` twice on the wide copies (the second measures
-        the decoder's speed), then every copy of every part run on the same reply: the first burst
-        of replies after start-up uses the narrow copies and the crowded decoder."""
-        super().warm(voice)
-        if self.runner is not None and self.config.warm_runs:
-            tokens = self.parts(WARM_TEXT, self.check_voice(voice).speaks)[0].tokens
-            self.runner.model.warm(tokens, self.voice_bank.style(voice, len(tokens)), self.config.warm_runs)
+        """Ready to serve at full speed: every copy of every part run on an opening (the first
+        burst of replies after start-up runs on the narrow copies and the crowded decoder) while
+        the languages' G2P loads beside it, then a synthesis on the wide copies, which measures the
+        decoder's speed (two without the copies' runs: the first allocates)."""
+        with ThreadPoolExecutor(1, thread_name_prefix="speakstream-g2p") as pool:
+            loaded = pool.submit(self._load_languages)
+            if self.runner is not None and self.config.warm_runs:
+                style = self.voice_bank.style(voice, len(WARM_TOKENS))
+                self.runner.model.warm(WARM_TOKENS, style, self.config.warm_runs)
+            loaded.result()
+        for _ in range(1 if self.runner is not None and self.runner.model.warmed else 2):
+            self.synthesize(WARM_TEXT, voice=voice)
+
+    def _load_languages(self) -> None:
+        """English's G2P (every language reads English words with it) and the configured ones."""
+        self.phonemizer.load()
+        for language in self._languages:
+            self.phonemizer.load(language)
 
     def throughput(self) -> float:
         """From the decoder's measured speed where its lanes run (``planner.throughput``)."""

@@ -13,7 +13,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.model import fusion
-from speakstream.engine.model.graph import decoder_feed, float_convolutions, front_feed, split
+from speakstream.engine.model.feeds import decoder_feed, front_feed
+from speakstream.engine.model.graph import float_convolutions, split
 
 CHANNELS, STEPS = 8, 50
 

@@ -12,7 +12,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.model.assets import GRAPHS
-from speakstream.engine.model.graph import Index, front_feed, prune
+from speakstream.engine.model.feeds import front_feed
+from speakstream.engine.model.graph import Index, prune
 from speakstream.engine.phonemes.phonemizer import windows
 from speakstream.engine.windows.planner import FRAME_SAMPLES
 

@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 from speakstream.bench.spectra import logmel_distance
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.model import quantize
-from speakstream.engine.model.graph import decoder_feed, front_feed
+from speakstream.engine.model.feeds import decoder_feed, front_feed
 
 CONV = quantize.QUANTIZED[1] + "convs1.0/Conv_speakstream"
 KEPT = f"{quantize.GENERATOR}/resblocks.3/convs1.0/Conv_speakstream"

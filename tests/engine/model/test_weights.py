@@ -10,7 +10,7 @@ import onnxruntime as ort
 import pytest
 
 from speakstream.engine.kokoro import KokoroEngine
-from speakstream.engine.model.graph import decoder_feed, front_feed
+from speakstream.engine.model.feeds import decoder_feed, front_feed
 from speakstream.engine.model.weights import SharedWeights
 
 pytestmark = pytest.mark.model

@@ -95,6 +95,7 @@ def test_an_english_only_phonemizer_imports_no_other_g2p() -> None:
 
 
 @pytest.mark.model
-def test_an_engine_loads_the_languages_it_is_told_to_at_once() -> None:
+def test_an_engine_loads_the_languages_it_is_told_to_as_it_warms() -> None:
     engine = KokoroEngine(EngineConfig(languages=("es", "zh")))
+    engine.warm()
     assert engine.phonemizer.loaded() == ["en-us", "es", "zh"]

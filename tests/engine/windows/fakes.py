@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from speakstream.engine.model.graph import F0, FEATURES, PHASE
+from speakstream.engine.model.feeds import F0, FEATURES, PHASE
 from speakstream.engine.windows.cores import Cores
 from speakstream.engine.windows.edges import EdgePolicy
 from speakstream.engine.windows.front import Utterance

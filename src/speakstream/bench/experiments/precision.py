@@ -26,7 +26,7 @@ from speakstream.bench.stats import ratio, summary
 from speakstream.bench.tables import table
 from speakstream.engine.config import session_options
 from speakstream.engine.kokoro import KokoroEngine
-from speakstream.engine.model.graph import PHASE, decoder_feed, front_feed
+from speakstream.engine.model.feeds import PHASE, decoder_feed, front_feed
 from speakstream.engine.windows.policy import WindowPolicy
 
 NAME = "precision"

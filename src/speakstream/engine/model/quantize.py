@@ -24,7 +24,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from speakstream.engine.model.graph import GENERATOR, Index, decoder_feed, front_feed, prune, sine_constants
+from speakstream.engine.model.feeds import decoder_feed, front_feed
+from speakstream.engine.model.graph import GENERATOR, Index, prune, sine_constants
 from speakstream.engine.phonemes.phonemizer import Phonemizer
 from speakstream.engine.voices import VoiceBank
 

@@ -12,13 +12,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from speakstream.engine.model.assets import Assets
-from speakstream.engine.model.graph import decoder_feed, front_feed
+from speakstream.engine.model.feeds import decoder_feed, front_feed
 from speakstream.engine.model.weights import SharedWeights, release_memory, share_arena, shrink_after
 from speakstream.engine.windows.cores import Copies, Cores
 
-WARM_RUNS = 2
-"""Runs of each copy before serving, by default: ONNX Runtime's first run of a session grows its
-memory arena and the second plans its memory; until both, a window takes up to twice as long."""
+WARM_RUNS = 1
+"""Runs of each copy before serving, by default: with one shared arena a copy's first run takes
+what its later ones take (``docs/design.md``), so one run proves each copy runs."""
+WARM_FRAMES = 24
+"""Frames each decoder copy is warmed on: an opening with its context (what the first burst of
+replies runs on the narrow copies); a whole reply costs seconds of start-up for no faster window."""
 
 
 class SplitModel:
@@ -115,9 +118,15 @@ class SplitModel:
         """The copies of decoder ``name`` (``main`` or ``crowded``; ``main`` when there is no other)."""
         return self.crowded if name == "crowded" and self.crowded is not None else self.decoder
 
-    def warm(self, tokens: tuple[int, ...], style: NDArray[np.float32], runs: int = WARM_RUNS) -> None:
-        """Run every copy of every part ``runs`` times on one reply whole (its frames are the
-        largest window each copy is warmed for), the narrow copies at once as they serve. Once per
+    def warm(
+        self,
+        tokens: tuple[int, ...],
+        style: NDArray[np.float32],
+        runs: int = WARM_RUNS,
+        frames: int | None = WARM_FRAMES,
+    ) -> None:
+        """Run every copy of every part ``runs`` times, the front on ``tokens`` and the decoders on
+        its first ``frames`` frames (None: all), the narrow copies at once as they serve. Once per
         model: a server started again on the same engine finds it warm."""
         if self.warmed:
             return
@@ -127,7 +136,7 @@ class SplitModel:
         with ThreadPoolExecutor(max(1, self.narrow_count), thread_name_prefix="speakstream-warm") as pool:
             for _ in range(runs):
                 _, features, f0, energy = _each(pool, self.front, None, front_feed(tokens, style, 1.0))
-                feed = decoder_feed((features, f0, energy), style, phase)
+                feed = decoder_feed((features, f0, energy), style, phase, 0, frames)
                 for copies in decoders:
                     _each(pool, copies, ["audio"], feed)
 

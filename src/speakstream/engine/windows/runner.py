@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from speakstream.engine.cancel import CancelToken
-from speakstream.engine.model.graph import decoder_feed, front_feed
+from speakstream.engine.model.feeds import decoder_feed, front_feed
 from speakstream.engine.phonemes.phonemizer import Phonemized
 from speakstream.engine.windows import cores
 from speakstream.engine.windows.edges import EdgePolicy
