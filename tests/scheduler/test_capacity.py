@@ -24,6 +24,23 @@ def test_the_estimate_stands_until_a_chunk_measures_the_lanes_rate() -> None:
     assert capacity.audio_per_s()[0] == pytest.approx(2 * (3.0 + SMOOTHING * (2.0 - 3.0)))
 
 
+def test_what_the_engine_delivered_with_every_lane_busy_is_the_capacity() -> None:
+    """Audio made over spans of wall time in which every lane had work replaces the lanes' own
+    rate, which leaves the moments between turns out; a piece made with a lane idle ends a span
+    unsampled."""
+    capacity = Capacity(2, lambda: 7.0)
+    capacity.chunk_done(3.0, 1.0)
+    assert capacity.audio_per_s() == (6.0, True)
+    capacity.made(1.0, 10.0, saturated=True)  # opens a span: its audio was made before it
+    capacity.made(1.0, 11.0, saturated=True)
+    capacity.made(5.0, 11.5, saturated=False)  # a lane idle: no sample
+    assert capacity.audio_per_s() == (6.0, True)
+    capacity.made(1.0, 20.0, saturated=True)
+    capacity.made(3.0, 21.0, saturated=True)
+    capacity.made(3.0, 22.0, saturated=True)  # 6 audio seconds in 2 wall seconds
+    assert capacity.audio_per_s() == (3.0, True)
+
+
 async def test_chunks_made_beside_others_measure_the_capacity() -> None:
     engine = FakeEngine(seconds_per_char=0.005)  # 0.06 s of audio a character: 12x real time
     scheduler = Scheduler(engine, workers=2)

@@ -47,9 +47,11 @@ def test_a_playback_clock_drains_in_real_time_from_the_first_piece() -> None:
         (0.0, 10.0, True),  # a dry listener's long window: the wait saved is longer than the stall added
         (0.0, 0.2, False),  # a dry listener's short window: the first window waits for it instead
         (float("inf"), 0.2, True),  # a reply whose listener is not known yet
+        (0.5, 0.66, False),  # a listener hearing speech would run dry: no gap for another's first word
+        (1.5, 0.66, True),  # ... one far enough ahead hears none
     ],
 )
-def test_a_window_is_paused_when_the_wait_saved_is_longer_than_the_stall_added(
+def test_a_window_is_paused_when_it_adds_no_gap_or_saves_more_than_it_adds_to_one(
     buffered_s: float, window_s: float, paused: bool
 ) -> None:
     assert worth_pausing(window_s, window_s, buffered_s, first_window_s=0.4) is paused

@@ -1,10 +1,11 @@
 """What the engine can make, measured: audio seconds a wall second with every lane busy.
 
-Each chunk that ran beside other work tells how much audio a lane makes a second of its time (its
-phonemes, front and windows, context and overheads included); the capacity is that rate, a moving
-average, times the lanes. Until such a chunk is measured, the engine's own estimate from its
-measured decoder speed stands in. Admission compares it with what the admitted replies ask for:
-a listener plays one audio second a second.
+Best, what it delivered: the audio made over spans of wall time in which every lane had work (the
+turns' idle moments, openings' small windows and priority rules included). Until such a span is
+measured, each chunk that ran beside other work tells how much audio a lane makes a second of its
+own time, times the lanes (which leaves the moments between turns out, and reads high); until
+then, the engine's estimate from its decoder speed. Admission compares it with what the admitted
+replies ask for: a listener plays one audio second a second.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from speakstream.engine.windows.speed import smoothed
 
 MEASURED_AUDIO_S = 1.0
 """A chunk shorter than this measures nothing (mostly overhead)."""
+SPAN_S = 2.0
+"""Wall seconds of saturated work one sample of the delivered rate spans (windows end in bursts)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +41,9 @@ class Capacity:
         self.lanes = lanes
         self._estimate = estimate
         self._lane_rate: float | None = None
+        self._delivered: float | None = None
+        self._span: tuple[float, float] | None = None
+        """The saturated span being measured: when it began, and the audio made since."""
         self._lock = threading.Lock()
 
     def chunk_done(self, audio_s: float, busy_s: float) -> None:
@@ -47,8 +53,27 @@ class Capacity:
         with self._lock:
             self._lane_rate = smoothed(self._lane_rate, audio_s / busy_s)
 
+    def made(self, audio_s: float, now: float, *, saturated: bool) -> None:
+        """A piece of ``audio_s`` made at ``now``; ``saturated``: every lane had work as it ended.
+        A span starts at a saturated piece (its audio was made before) and is sampled once it
+        lasts ``SPAN_S``; a piece made with a lane idle ends it unsampled."""
+        with self._lock:
+            if not saturated:
+                self._span = None
+            elif self._span is None:
+                self._span = (now, 0.0)
+            else:
+                began, audio = self._span[0], self._span[1] + audio_s
+                if now - began < SPAN_S:
+                    self._span = (began, audio)
+                else:
+                    self._delivered = smoothed(self._delivered, audio / (now - began))
+                    self._span = (now, 0.0)
+
     def audio_per_s(self) -> tuple[float, bool]:
         """The capacity, and whether it is measured."""
+        if self._delivered is not None:
+            return self._delivered, True
         rate = self._lane_rate
         if rate is None:
             return self._estimate(), False

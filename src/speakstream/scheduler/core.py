@@ -247,6 +247,10 @@ class Scheduler:
             job.failed_s = clock.seconds()  # the engine's time all the same (``on_done``)
             raise
 
+    def _saturated(self) -> bool:
+        """Every lane has work: the turns running and the chunks ready for one reach the lanes."""
+        return self.priority.in_flight + len(self.turns.ready()) >= self.workers
+
     def _handed(self, job: Job, *, planning: bool = True) -> Load:
         """The load ``job``'s turn is handed; a turn alone leaves the chunk out of the capacity."""
         load = self.load(job, planning=planning)
@@ -269,6 +273,7 @@ class Scheduler:
                 self.cache.put(job.sound, whole)
             if piece.last and job.beside_others:  # a whole chunk made beside others measures the capacity
                 self.capacity.chunk_done(job.audio_s, job.busy_s)
+            self.capacity.made(piece.duration_s, time.perf_counter(), saturated=self._saturated())
         if error is not None or piece is None or piece.last:
             self.turns.drop(job)
             job.close(error if error is not None else piece)

@@ -8,8 +8,8 @@ whose listeners never read (their clocks say they ran dry) cannot starve everyon
 Otherwise the first window of any reply jumps the queue, and runs
 beside other first windows only: one alone has every core, so it waits for a later window to end,
 or, with ``preempt``, pauses it (ONNX Runtime's terminate flag stops its inference, which runs
-again, whole, once no first window waits) on a lane of its own, when the wait saved is longer
-than the stall the pause adds to that window's listener (``worth_pausing``), at most once per
+again, whole, once no first window waits) on a lane of its own, when that adds no stall for that
+window's listener while it still hears speech (``worth_pausing``), at most once per
 window so every window ends, and only for the first windows queued when the pause began, so a
 client opening reply after reply cannot keep another's window paused. No other later window
 starts while a first one runs or waits.
@@ -33,9 +33,12 @@ NextOf = Callable[[list[Job]], Job | None]
 def worth_pausing(remaining_s: float, expected_s: float, buffered_s: float, first_window_s: float) -> bool:
     """Pausing a window saves the first window waiting the rest of it (``remaining_s``), and costs
     its own listener (``buffered_s`` ahead) a first window plus the part already decoded, run
-    again: a stall when that is more than the listener has. Pause when the wait saved is longer
+    again: a stall when that is more than the listener has. A listener still hearing speech is
+    never given a gap for another's first word; one already dry is, when the wait saved is longer
     than the stall added."""
     added_stall = max(0.0, first_window_s + expected_s - buffered_s) - max(0.0, remaining_s - buffered_s)
+    if buffered_s > 0:
+        return added_stall <= 0.0 < remaining_s
     return remaining_s > added_stall
 
 

@@ -9,6 +9,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -25,6 +26,7 @@ from speakstream.engine.windows.planner import (
     plan_window,
     split,
     sustained,
+    throughput,
     window_size,
 )
 from speakstream.engine.windows.policy import BudgetPolicy, OpeningPolicy, SeamPolicy, SplitPolicy, WindowPolicy
@@ -303,10 +305,11 @@ def test_a_slow_decoder_opens_a_reply_with_a_longer_window() -> None:
     assert opening_size(policy, 0.007) == 16
     assert opening_size(policy, 0.0099) == 25  # an AMD EPYC's 2 cores
     assert not covers(policy, 24, 0.0099) and covers(policy, 25, 0.0099)  # 24: the third window runs short
-    # at 15 ms only an opening of 45 frames would cover what follows: longer than the longest (32);
-    # alone, the budget's least keeps first audio bounded; shared, every waiting listener's is short
+    # at 15 ms only an opening of 45 frames would cover what follows: longer than the longest (32),
+    # which comes closest, alone or shared (a short one is followed by windows that cost as much
+    # as they play: a gap after each)
     assert not covers(policy, 44, 0.0149) and covers(policy, 45, 0.0149)
-    assert opening_size(policy, 0.0149) == 32 and opening_size(policy, 0.0149, shared=True) == 16
+    assert opening_size(policy, 0.0149) == 32 and opening_size(policy, 0.0149, shared=True) == 32
     wider = _policy(
         opening={"least_frames": 16, "cover_share": 0.8, "longest_frames": 48},
         budget={"least_frames": 32},
@@ -316,8 +319,8 @@ def test_a_slow_decoder_opens_a_reply_with_a_longer_window() -> None:
     assert opening_size(policy, 0.05) == 32  # slower than real time: a gap comes anyway; first audio stays bounded
     assert _windows(policy, 0, 100, speed=Speed.fixed(0.0099))[0] == (0, 25)
     assert opening_size(policy, 0.0099, shared=True) == 25  # shared, at a speed that still covers: the same
-    # at a speed that covers nothing: shared, every waiting listener's opening is short
-    assert opening_size(policy, 0.02, shared=True) == 16 and opening_size(policy, 0.02) == 32
+    # at a speed that covers nothing: the longest, shared or not
+    assert opening_size(policy, 0.02, shared=True) == 32 and opening_size(policy, 0.02) == 32
     later = _windows(policy, 0, 100, opening=False, speed=Speed.fixed(0.0099), budget=1000.0)
     assert later[0] == (0, 100)  # a later chunk is sized by its budget
 
@@ -337,7 +340,7 @@ def test_an_opening_whose_start_may_be_cut_as_silence_is_longer() -> None:
 def test_a_reply_opening_on_a_shared_decoder_is_sized_at_the_shared_speed() -> None:
     """While other replies' windows run or are about to, the opening is sized at the speed the
     decoder has then (a narrow copy's: measured, else guessed 1.5x the lone), and when that covers
-    nothing it is the shortest: the listener's buffer runs dry between turns whatever the opening."""
+    nothing it is the longest, which comes closest."""
     policy, lone = WindowPolicy(), Speed(0.0103, 0.0103, 0.0103)
     beside = Load(in_flight=2)  # the scheduler is starting another reply's window
 
@@ -345,12 +348,12 @@ def test_a_reply_opening_on_a_shared_decoder_is_sized_at_the_shared_speed() -> N
         return opening_frames(policy, Situation(speed, load, running=running), 0.13, crowded=False)[0]
 
     assert lone.shared_s == 0.0103 * 1.5  # guessed until one is measured
-    assert frames(lone) == policy.opening.least_frames
+    assert frames(lone) == policy.opening.longest_frames
     assert frames(lone, Load()) == 31  # alone: the lone speed sizes it
-    assert frames(lone, Load(), running=1) == policy.opening.least_frames  # another inference runs
+    assert frames(lone, Load(), running=1) == policy.opening.longest_frames  # another inference runs
     assert frames(replace(lone, measured_shared_s=0.0005)) == policy.opening.least_frames  # never shorter than alone's
     assert frames(replace(lone, measured_shared_s=0.0103)) == 31
-    assert frames(replace(lone, measured_shared_s=0.05)) == policy.opening.least_frames
+    assert frames(replace(lone, measured_shared_s=0.05)) == policy.opening.longest_frames
 
 
 def test_a_crowded_opening_is_the_shortest_never_longer_than_it_would_be() -> None:
@@ -360,7 +363,28 @@ def test_a_crowded_opening_is_the_shortest_never_longer_than_it_would_be() -> No
     assert frames == policy.opening.crowded_frames < policy.opening.least_frames
     assert "crowded" in reason and "2 rounds of openings behind" in reason  # 3 beyond the 2 lanes
     roomy = _policy(opening={"crowded_frames": 1 << 30})
-    assert opening_frames(roomy, now, 0.13, crowded=True)[0] == opening_frames(roomy, now, 0.13, crowded=False)[0]
+    assert opening_frames(roomy, now, 0.13, crowded=True)[0] <= opening_frames(roomy, now, 0.13, crowded=False)[0]
+
+
+def test_an_opening_covers_the_windows_after_it_where_they_will_run() -> None:
+    """An opening that runs alone (it paused the other reply's window) is followed by windows that
+    run beside that reply, on a narrow copy: it covers them at the shared speed. When none covers,
+    the longest, which comes closest (after a short one every window costs about as much as it
+    plays, a gap after each); crowded, the shortest."""
+    policy = WindowPolicy()
+    slow = Speed(0.0103, 0.0103, 0.0103, measured_shared_s=0.0155)  # beside another: no opening covers
+
+    def opening(load: Load) -> tuple[int, str]:
+        return opening_frames(policy, Situation(slow, load), 0.13, crowded=load.crowded)
+
+    alone = opening(Load())
+    assert alone[0] == 31 and "10.3 ms" in alone[1]  # no other reply: the windows run alone too
+    beside = opening(Load(in_flight=1, replies=2, waiting_first=1, lanes=2))  # it runs alone, then shares
+    assert beside[0] == policy.opening.longest_frames and "no opening covers at 15.5 ms" in beside[1]
+    together = opening(Load(in_flight=2, replies=2, waiting_first=2, lanes=2))
+    assert together[0] == policy.opening.longest_frames
+    crowded = Load(in_flight=2, replies=3, waiting_first=3, lanes=2, crowded=True)
+    assert opening(crowded)[0] == policy.opening.crowded_frames
 
 
 def test_which_decoder_opens_a_reply() -> None:
@@ -537,3 +561,14 @@ def test_an_opening_covers_what_follows_at_the_stated_speed_whenever_any_can(fra
     could = any(covers(policy, n, frame_s, silent_s=silent_s) for n in range(policy.opening.least_frames, longest + 1))
     assert covers(policy, frames, frame_s, silent_s=silent_s) or not could
     assert policy.opening.least_frames <= frames <= max(longest, policy.budget.least_frames)
+
+
+def test_the_capacity_estimate_is_what_starting_replies_windows_make() -> None:
+    """Before the scheduler measures what the engine delivers, admission reads the planner's
+    estimate: the budget's least window with its context between words, on every lane at the
+    shared speed; the largest windows would make more, and admit a fresh server's first burst
+    into a stall."""
+    policy, speed = WindowPolicy(), Speed.fixed(0.01)
+    assert throughput(policy, speed, 1) == pytest.approx(32 * FRAME_S / (48 * 0.01))
+    shared = replace(speed, measured_shared_s=0.015)
+    assert throughput(policy, shared, 2) == pytest.approx(2 * 32 * FRAME_S / (48 * 0.015))

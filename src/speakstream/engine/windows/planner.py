@@ -153,11 +153,12 @@ def cycle(now: Situation) -> float:
 
 
 def throughput(policy: WindowPolicy, speed: Speed, lanes: int) -> float:
-    """Audio seconds a second ``lanes`` make decoding the largest windows at the shared speed (the
-    lone speed with one lane), each with its context between words: an estimate, before the
-    scheduler measures it."""
+    """Audio seconds a second ``lanes`` make decoding the windows a reply starts with (the budget's
+    least, its context between words) at the shared speed (the lone speed with one lane): an
+    estimate, before the scheduler measures what the engine delivers, and a low one, so a fresh
+    server does not admit its first burst into a stall."""
     frame = (speed.shared_s or speed.recent_s) if lanes > 1 else speed.lone_s
-    window = policy.budget.most_frames
+    window = policy.budget.least_frames
     decoded = window + 2 * policy.seams.gap_context_frames
     return lanes * window * FRAME_S / max(decoded * frame, 1e-9)
 
@@ -229,11 +230,13 @@ def window_size(
 
 def opening_frames(policy: WindowPolicy, now: Situation, silent_s: float, *, crowded: bool) -> tuple[int, str]:
     """The opening's size, and why: the fewest frames whose audio covers the windows after it, at
-    the speed where they will run, while the other replies take their turns and the openings
-    queued behind it run first; crowded, from the crowded opening up. When none covers, a gap
-    comes whatever it is: then the shortest (beside others, or crowded: everyone waiting waits for
-    each other's openings), or alone the budget's least."""
-    speed = now.speed.shared_s if not now.alone else now.speed.opening_s
+    the speed where they will run (a narrow copy's while other replies have work, even when the
+    opening itself runs alone), while the other replies take their turns and the openings queued
+    behind it run first; crowded, from the crowded opening up. When none covers, the longest,
+    which comes closest: a short one is followed by windows that each cost about as much as they
+    play, a gap after each; crowded, the shortest (everyone waiting waits for each other's
+    openings)."""
+    speed = now.speed.shared_s if not now.alone or now.load.replies > 1 else now.speed.opening_s
     least = min(policy.opening.crowded_frames, policy.opening.least_frames) if crowded else policy.opening.least_frames
     what = "crowded opening" if crowded else "opening"
     if not speed:
@@ -251,7 +254,7 @@ def opening_frames(policy: WindowPolicy, now: Situation, silent_s: float, *, cro
     )
     if frames is not None:
         return frames, f"{what} of {frames} frames: covers the next windows at {where}"
-    frames = least if crowded or not now.alone else max(least, policy.budget.least_frames)
+    frames = least if crowded else policy.opening.longest_frames
     return frames, f"{what} of {frames} frames: no opening covers at {where}"
 
 
