@@ -271,16 +271,16 @@ def test_the_window_opening_a_reply_is_sized_for_the_measured_decoder(kokoro: Ko
 
 def test_a_reply_opening_on_a_shared_decoder_is_sized_at_the_shared_speed(kokoro: KokoroEngine) -> None:
     """While other replies' windows run or are about to, the opening is sized at the speed the
-    decoder has then (its narrow copies'), and when that covers nothing it is the shortest; it
-    runs on a narrow copy, which measures the shared speed. (The sizes at each speed: the planner's
-    tests.)"""
+    decoder has then (its narrow copies'), and when that covers nothing it is the longest, which
+    comes closest; it runs on a narrow copy, which measures the shared speed. (The sizes at each
+    speed: the planner's tests.)"""
     runner = _runner(kokoro)
     text = "Your flight leaves tomorrow morning from the second terminal."
     beside = Load(in_flight=2)  # the scheduler is starting another reply's window
     assert SLOW.shared_s == pytest.approx(0.0103 * 1.5)  # guessed until one is measured
     narrow_before = runner.model.cores.narrow_runs
     first = _spoken(kokoro, text, load=beside, speed=SLOW)[0]
-    assert _an_opening(len(first.samples), kokoro.policy.opening.least_frames, kokoro.policy.opening.reach_frames)
+    assert _an_opening(len(first.samples), kokoro.policy.opening.longest_frames, kokoro.policy.opening.reach_frames)
     if runner.model.narrow_count:  # it ran on a narrow copy, and was measured
         assert runner.model.cores.narrow_runs > narrow_before
         assert runner.speed.reading().measured_shared_s is not None
