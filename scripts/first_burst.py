@@ -3,12 +3,13 @@
     python scripts/first_burst.py [--trials 2] [--sessions 4,8,8,8]
 
 Each trial starts a fresh in-process server twice, once with the engine's warm-up as it is (every
-copy of every part run twice: ``EngineConfig.warm_runs``) and once with only the wide copies
-warmed (``warm_runs=0``: ``synthesize`` twice), the order alternating. Each server meets one listener,
-then ``--sessions`` at once in turn, each speaking the four-sentence bench reply. Prints each
-burst's p95 first audio and the first windows' engine time per lane: a burst that pays sessions'
-first runs shows in both, the first crowded one most (its openings run on the narrow copies of
-the ``int8`` decoder, which nothing else ran).
+copy of every part run on an opening's frames, ``EngineConfig.warm_runs`` times) and once with
+only the wide copies warmed (``warm_runs=0``: ``synthesize`` twice), the order alternating. The
+audio cache is off (each burst repeats one text). Each server meets one listener, then
+``--sessions`` at once in turn, each speaking the four-sentence bench reply. Prints each burst's
+p95 first audio and the first windows' engine time per lane: a burst that pays sessions' first
+runs shows in both, the first crowded one most (its openings run on the narrow copies of the
+``int8`` decoder, which nothing else ran).
 """
 
 from __future__ import annotations
