@@ -1,7 +1,10 @@
 # speakstream server image, to the SageMaker bring-your-own-container contract: `docker run IMAGE
 # serve` listens on 8080 with GET /ping, POST /invocations and WS /invocations-bidirectional-stream
-# (and every other route). The model and voices are fetched at build time, so a container is ready
-# as soon as the engine has loaded.
+# (and every other route). The model, voices and the weights optimised for the build machine's CPU
+# are made at build time, so a container is ready as soon as the engine has loaded. It runs on a
+# read-only root: what it keeps (pronunciation dictionaries) goes to the volume at /data
+# (SPEAKSTREAM_DATA_DIR); on a node whose CPU differs from the build machine's, the optimised
+# weights are made at start in /data or /tmp (the log and /ping say which).
 #
 #   CPU:  docker build -t speakstream .
 #   CUDA: docker build -t speakstream:cuda \
@@ -52,7 +55,8 @@ LABEL org.opencontainers.image.title="speakstream" \
       com.amazonaws.sagemaker.capabilities.accept-bind-to-port="true" \
       io.speakstream.onnxruntime="${ONNXRUNTIME}"
 RUN groupadd --system --gid 10001 speakstream \
-    && useradd --system --uid 10001 --gid speakstream --home-dir /home/speakstream --create-home speakstream
+    && useradd --system --uid 10001 --gid speakstream --home-dir /home/speakstream --create-home speakstream \
+    && install -d -o speakstream -g speakstream /data
 COPY --from=build /opt/speakstream /opt/speakstream
 COPY deploy/container/serve /usr/local/bin/serve
 # SPEAKSTREAM_INSECURE: the container trusts its network (a SageMaker endpoint authenticates its
@@ -62,7 +66,9 @@ ENV PATH=/opt/speakstream/bin:$PATH \
     SPEAKSTREAM_HOST=0.0.0.0 \
     SPEAKSTREAM_PORT=8080 \
     SPEAKSTREAM_INSECURE=true \
+    SPEAKSTREAM_DATA_DIR=/data \
     PYTHONUNBUFFERED=1
+VOLUME /data
 USER speakstream
 WORKDIR /home/speakstream
 EXPOSE 8080

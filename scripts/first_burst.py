@@ -2,9 +2,9 @@
 
     python scripts/first_burst.py [--trials 2] [--sessions 4,8,8,8]
 
-Each trial starts a fresh in-process server twice, once with the engine's warm-up as it is (every
-copy of every part run on an opening's frames, ``EngineConfig.warm_runs`` times) and once with
-only the wide copies warmed (``warm_runs=0``: ``synthesize`` twice), the order alternating. The
+Each trial starts a fresh in-process server twice, once with every copy of every part run once
+on an opening's frames (``EngineConfig.warm_runs=1``) and once with only the wide copies warmed
+(``warm_runs=0``, the default with shared weights: one synthesis), the order alternating. The
 audio cache is off (each burst repeats one text). Each server meets one listener, then
 ``--sessions`` at once in turn, each speaking the four-sentence bench reply. Prints each burst's
 p95 first audio and the first windows' engine time per lane: a burst that pays sessions' first
@@ -23,12 +23,11 @@ from speakstream.bench.context import BenchContext
 from speakstream.bench.experiments.concurrency import one_level
 from speakstream.config import ServerConfig
 from speakstream.data import bench_text
-from speakstream.engine.config import EngineConfig
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.server.app import create_app
 from speakstream.server.serve import ThreadedServer
 
-ARMS = {"warm": EngineConfig().warm_runs, "wide only": 0}
+ARMS = {"warm": 1, "wide only": 0}
 """Each arm's ``EngineConfig.warm_runs``."""
 
 

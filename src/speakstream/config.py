@@ -64,8 +64,8 @@ class ServerConfig:
     an address other than loopback, no cap of its own on loopback. Turns at the engine are shared
     per client whatever this is."""
     workers: int = 0
-    """Windows decoded at once: 0 lets the engine choose (``Engine.lanes``: 2 on a CPU
-    with 2 cores or more, else 1)."""
+    """Windows decoded at once: 0 lets the engine choose (``Engine.lanes``: 2 where the process
+    may use 2 CPUs or more, by its affinity and container quota, else 1; ``engine.cpus``)."""
     lookahead: int = 2
     first_chunk_priority: bool = True
     preempt: bool = True
@@ -83,9 +83,15 @@ class ServerConfig:
     cache_mb: int = 64
     """Audio of whole chunks kept to answer a repeat with no engine time (MB of samples, about
     5.5 minutes of speech at 64; 0: off). Keyed by everything that changes the sound."""
-    dictionaries_dir: Path | None = field(default_factory=lambda: data_home() / "dictionaries")
-    """Where pronunciation dictionaries made through the API are kept, one JSON file each, so
-    they survive a restart (empty: in memory only)."""
+    data_dir: Path | None = field(default_factory=lambda: data_home())
+    """The one directory of what the server keeps across restarts (pronunciation dictionaries
+    made through the API, in ``dictionaries/``; optimised weights for a CPU the image was not built
+    on, in ``optimized/``): a deployment mounts a volume here. Not writable: the server starts
+    read-only, with what it finds there, and refuses changes with ``read_only_store`` (507).
+    Empty: nothing kept (in memory only)."""
+    data_required: bool = False
+    """Exit at start, with the reason, when ``data_dir`` cannot be written (a deployment that
+    mounted a volume for it would rather be restarted than serve read-only)."""
     lexicons_dir: Path | None = None
     """PLS (``.pls``/``.xml``) or JSON rule files loaded at startup as read-only dictionaries,
     each with its file's name as id: for deployments that manage pronunciations as files."""
@@ -158,6 +164,7 @@ class ServerConfig:
             parallel=self.workers,
             spin_threads=self.spin_threads,
             share_weights=self.share_weights,
+            weights_cache=self.data_dir / "optimized" if self.data_dir else None,
             languages=self.languages,
         )
 
@@ -184,7 +191,7 @@ class ServerConfig:
 
 
 def data_home() -> Path:
-    """``$XDG_DATA_HOME/speakstream`` (``~/.local/share/speakstream``): what the server keeps."""
+    """``$XDG_DATA_HOME/speakstream`` (``~/.local/share/speakstream``): ``data_dir`` unless set."""
     return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share").expanduser() / "speakstream"
 
 

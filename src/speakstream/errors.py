@@ -9,6 +9,7 @@
     ├── Unauthorized            missing or wrong API key
     ├── Overloaded              too many sessions or queued chunks; retry later
     ├── AssetError              model or voices missing or corrupt; says which command fixes it
+    ├── StoreUnavailable        a change the server cannot keep (its data directory is read-only)
     ├── EngineError             synthesis failed inside the engine
     └── SourceError             the LLM text source failed (HTTP error, timeout, bad stream)
 
@@ -85,6 +86,14 @@ class Overloaded(SpeakstreamError):
 class AssetError(SpeakstreamError):
     code = "missing_asset"
     http_status = 503
+
+
+class StoreUnavailable(SpeakstreamError):
+    """A change to what the server keeps (a dictionary) when it cannot write its data directory:
+    the operator's to fix, not the caller's, and no retry helps (507 Insufficient Storage)."""
+
+    code = "read_only_store"
+    http_status = 507
 
 
 class EngineError(SpeakstreamError):

@@ -8,6 +8,7 @@ drain on ``docker stop``, and first audio through the container against the same
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -54,14 +55,17 @@ def docker(*args: str, check: bool = True) -> str:
     return subprocess.run(["docker", *args], capture_output=True, text=True, check=check).stdout.strip()
 
 
-def start_container(port: int) -> Container:
+# read-only, /tmp a tmpfs, no capabilities: as deploy/k8s runs it (the espeak library is copied
+# to /tmp and loaded from there, so /tmp must allow exec, as an emptyDir does)
+AS_DEPLOYED = ("--read-only", "--tmpfs", "/tmp:exec", "--cap-drop", "ALL", "--security-opt", "no-new-privileges")
+
+
+def start_container(port: int, *options: str) -> Container:
+    """``docker run IMAGE serve`` as deployed, with ``options`` (volumes, settings); ready once /ping is 200."""
     name = f"speakstream-test-{uuid.uuid4().hex[:8]}"
     started = time.perf_counter()
-    # read-only, /tmp a tmpfs, no capabilities: as deploy/k8s runs it (the espeak library is
-    # copied to /tmp and loaded from there, so /tmp must allow exec, as an emptyDir does)
-    limits = ["--read-only", "--tmpfs", "/tmp:exec", "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
-    run = ["run", "-d", "--rm", "--network", "host", *limits, "-e", f"SPEAKSTREAM_PORT={port}", "--name", name]
-    docker(*run, IMAGE, "serve")
+    run = ["run", "-d", "--rm", "--network", "host", *AS_DEPLOYED, "-e", f"SPEAKSTREAM_PORT={port}", "--name", name]
+    docker(*run, *options, IMAGE, "serve")
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         try:
@@ -75,13 +79,27 @@ def start_container(port: int) -> Container:
     raise AssertionError(f"the container did not become ready: {logs[-2000:]}")
 
 
+@contextlib.contextmanager
+def volume() -> Iterator[str]:
+    name = f"speakstream-test-data-{uuid.uuid4().hex[:8]}"
+    docker("volume", "create", name)
+    try:
+        yield name
+    finally:
+        docker("volume", "rm", "-f", name, check=False)
+
+
 @pytest.fixture(scope="module")
 def container() -> Iterator[Container]:
-    running = start_container(free_port())
-    FIGURES["image_size_mb"] = round(int(docker("image", "inspect", IMAGE, "--format", "{{.Size}}")) / 1e6)
-    FIGURES["ready_s"] = round(running.ready_s, 2)
-    yield running
-    docker("rm", "-f", running.name, check=False)
+    """As the manifest runs it: a data volume at /data that must be writable. The audio cache is
+    off: the first-audio comparison repeats one sentence, which the cache would answer."""
+    with volume() as data:
+        settings = ("-e", "SPEAKSTREAM_DATA_REQUIRED=true", "-e", "SPEAKSTREAM_CACHE_MB=0")
+        running = start_container(free_port(), "-v", f"{data}:/data", *settings)
+        FIGURES["image_size_mb"] = round(int(docker("image", "inspect", IMAGE, "--format", "{{.Size}}")) / 1e6)
+        FIGURES["ready_s"] = round(running.ready_s, 2)
+        yield running
+        docker("rm", "-f", running.name, check=False)
     REPORT.parent.mkdir(parents=True, exist_ok=True)
     REPORT.write_text(json.dumps(FIGURES, indent=2) + "\n")
     print(f"\ncontainer figures: {json.dumps(FIGURES)}")
@@ -101,6 +119,7 @@ def test_the_image_is_what_sagemaker_needs() -> None:
 def test_ping_invocations_and_openai(container: Container, asr: Recognizer) -> None:
     ping = httpx.get(f"{container.url}/ping")
     assert ping.status_code == 200 and ping.json()["status"] == "ok"
+    assert (ping.json()["weights"], ping.json()["store"]) == ("assets", "writable")  # made at build time
     arrivals = []
     with httpx.stream("POST", f"{container.url}/invocations", json={"text": TEXT}, timeout=60) as response:
         assert response.status_code == 200
@@ -135,7 +154,7 @@ def test_the_health_check_turns_healthy(container: Container) -> None:
 
 async def test_first_audio_in_and_out_of_the_container(container: Container) -> None:
     sentence = split_sentences(bench_text())[0].text
-    outside = ServerProcess().wait_ready(timeout=180)
+    outside = ServerProcess(env={"SPEAKSTREAM_CACHE_MB": "0"}).wait_ready(timeout=180)
     try:
         times: dict[str, list[float]] = {"container": [], "outside": []}
         async with SpeechSession(container.ws_url) as inner, SpeechSession(outside.ws_url) as outer:
@@ -186,3 +205,81 @@ async def test_http_client_waits_for_a_starting_container() -> None:
         assert len(audio.audio) > 0
     finally:
         docker("rm", "-f", (await starting).name, check=False)
+
+
+RULES = [{"type": "alias", "string_to_replace": "Kokoro", "alias": "Coco Row"}]
+
+
+def _spoken_with(url: str, dictionary: str) -> int:
+    body = {"text": "Kokoro speaks.", "pronunciation_dictionaries": [dictionary], "format": "pcm"}
+    response = httpx.post(f"{url}/invocations", json=body, timeout=60)
+    assert response.status_code == 200, response.text
+    return len(response.content)
+
+
+def test_a_dictionary_outlives_the_container_on_its_data_volume() -> None:
+    with volume() as data:
+        options = ("-v", f"{data}:/data", "-e", "SPEAKSTREAM_DATA_REQUIRED=true")
+        first = start_container(free_port(), *options)
+        try:
+            add = f"{first.url}/v1/pronunciation-dictionaries/add-from-rules"
+            made = httpx.post(add, json={"name": "brands", "rules": RULES}, timeout=30)
+            assert made.status_code == 200, made.text
+        finally:
+            docker("rm", "-f", first.name, check=False)
+        second = start_container(free_port(), *options)
+        try:
+            dictionary = made.json()["id"]
+            found = httpx.get(f"{second.url}/v1/pronunciation-dictionaries/{dictionary}", timeout=30)
+            assert found.status_code == 200 and found.json()["name"] == "brands", found.text
+            assert _spoken_with(second.url, dictionary) > 24_000
+        finally:
+            docker("rm", "-f", second.name, check=False)
+
+
+def test_with_no_writable_data_folder_it_serves_read_only() -> None:
+    """No data volume where it looks (its data folder on the read-only root): it starts, speaks,
+    and refuses a change with the reason."""
+    running = start_container(free_port(), "-e", "SPEAKSTREAM_DATA_DIR=/home/speakstream/data")
+    try:
+        ping = httpx.get(f"{running.url}/ping").json()
+        assert (ping["weights"], ping["store"]) == ("assets", "read-only")
+        add = f"{running.url}/v1/pronunciation-dictionaries/add-from-rules"
+        refused = httpx.post(add, json={"name": "brands", "rules": RULES}, timeout=30)
+        assert refused.status_code == 507 and refused.json()["detail"]["status"] == "read_only_store"
+        speech = httpx.post(f"{running.url}/invocations", json={"text": TEXT, "format": "pcm"}, timeout=60)
+        assert speech.status_code == 200 and len(speech.content) > 24_000
+        FIGURES["read_only_ready_s"] = round(running.ready_s, 2)
+    finally:
+        docker("rm", "-f", running.name, check=False)
+
+
+def test_a_container_without_its_model_exits_with_the_reason() -> None:
+    run = ["docker", "run", "--rm", "--network", "host", *AS_DEPLOYED, "-e", f"SPEAKSTREAM_PORT={free_port()}"]
+    done = subprocess.run(
+        [*run, "-e", "SPEAKSTREAM_MODEL_DIR=/nowhere", IMAGE, "serve"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0 and "missing_asset" in done.stderr, done.stderr[-2000:]
+    FIGURES["missing_model"] = {"exit_code": done.returncode, "stderr": done.stderr.strip().splitlines()[-1]}
+
+
+def _peak_rss_mb(container: Container) -> float:
+    status = docker("exec", container.name, "cat", "/proc/1/status")
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) / 1024
+
+
+def test_shared_weights_hold_the_container_in_less_memory() -> None:
+    """Peak resident memory of the server serving one reply, its weights shared (the default) and not."""
+    peaks = {}
+    for arm, share in (("shared", "true"), ("unshared", "false")):
+        running = start_container(free_port(), "-e", f"SPEAKSTREAM_SHARE_WEIGHTS={share}")
+        try:
+            assert httpx.get(f"{running.url}/ping").json()["weights"] == ("assets" if share == "true" else "unshared")
+            speech = httpx.post(f"{running.url}/invocations", json={"text": TEXT, "format": "pcm"}, timeout=60)
+            assert speech.status_code == 200
+            peaks[arm] = round(_peak_rss_mb(running))
+            FIGURES.setdefault("ready_s_by_weights", {})[arm] = round(running.ready_s, 2)  # type: ignore[index]
+        finally:
+            docker("rm", "-f", running.name, check=False)
+    FIGURES["peak_rss_mb_one_reply"] = peaks
+    assert peaks["shared"] < peaks["unshared"]

@@ -87,3 +87,15 @@ def test_service_and_autoscaler_point_at_the_deployment() -> None:
     target = found["HorizontalPodAutoscaler"]["spec"]["scaleTargetRef"]
     assert (target["kind"], target["name"]) == ("Deployment", found["Deployment"]["metadata"]["name"])
     assert found["Service"]["spec"]["ports"][0]["targetPort"] == "http"
+
+
+def test_the_data_folder_the_image_declares_is_a_mounted_volume() -> None:
+    """A read-only root: what the server keeps goes to the image's data folder, which the pod mounts."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    declared = re.search(r"SPEAKSTREAM_DATA_DIR=(\S+)", dockerfile)
+    assert declared is not None and f"VOLUME {declared.group(1)}" in dockerfile
+    mounts = {m["mountPath"]: m["name"] for m in container()["volumeMounts"]}
+    volumes = {v["name"] for v in objects()["Deployment"]["spec"]["template"]["spec"]["volumes"]}
+    assert mounts[declared.group(1)] in volumes and mounts["/tmp"] in volumes
+    assert container()["securityContext"]["readOnlyRootFilesystem"] is True
+    assert env()["SPEAKSTREAM_DATA_REQUIRED"] == "true"  # a volume that cannot be written stops the pod, loudly

@@ -34,7 +34,7 @@ RULES = [
 
 
 def _server(directory: Path | None, **config: object) -> ThreadedServer:
-    return start_server(FakeEngine(seconds_per_char=0.0005), dictionaries_dir=directory, cache_mb=0, **config)
+    return start_server(FakeEngine(seconds_per_char=0.0005), data_dir=directory, cache_mb=0, **config)
 
 
 @pytest.fixture
@@ -300,3 +300,21 @@ async def test_elevenlabs_alignment_is_the_clients_text_and_normalized_alignment
     spoken = "".join(c for m in messages if m.get("alignment") for c in m["normalizedAlignment"]["chars"])
     assert written.split() == "We tried Kokoro at 10:30. Then a tomato, please.".split()
     assert spoken.split() == "We tried Coco Row at 10:30. Then a tomato, please.".split()
+
+
+def test_a_store_that_cannot_be_written_serves_what_it_has_and_refuses_changes(tmp_path: Path) -> None:
+    """A data folder that cannot be made (as on a read-only root): the server starts, says so on
+    /ping, lists what it has, and answers every change with 507 ``read_only_store``, keeping nothing."""
+    (tmp_path / "file").write_text("not a folder")
+    server = _server(tmp_path / "file" / "data")
+    try:
+        assert httpx.get(f"{server.url}/ping").json()["store"] == "read-only"
+        with pytest.raises(ApiError) as refused:
+            _sdk(server).pronunciation_dictionaries.create_from_rules(name="brands", rules=RULES)  # type: ignore[arg-type]
+        assert refused.value.status_code == 507
+        assert refused.value.body["detail"]["status"] == "read_only_store"  # type: ignore[index]
+        cartesia = httpx.post(f"{server.url}/pronunciation-dicts", json={"name": "x", "items": []})
+        assert cartesia.status_code == 507 and "read_only_store" in cartesia.text, cartesia.text
+        assert _sdk(server).pronunciation_dictionaries.list().pronunciation_dictionaries == []
+    finally:
+        server.stop()

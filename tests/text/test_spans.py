@@ -5,13 +5,14 @@ fragments, every word the real G2P says points at the piece of the client's text
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 
 import pytest
 
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.phonemes.languages import parse_language
-from speakstream.text import ChunkPolicy, IncrementalSentenceChunker
+from speakstream.text import ChunkPolicy, IncrementalSentenceChunker, chunk_text
 from speakstream.text.lexicon import Lexicon, Rule
 from speakstream.text.script import Say, Script
 from speakstream.text.spans import SpanFinder
@@ -122,3 +123,17 @@ def _placed_in_chunks(text: str) -> None:
 @pytest.mark.parametrize("unit", ["a ", "1 ", "a. ", "x-y ", "<b> ", "** ", "[a](/b/) "])
 def test_placing_costs_linear_time(unit: str) -> None:
     assert growth(_placed_in_chunks, unit) < RATIO_LIMIT
+
+
+def _placed_as_served(text: str) -> None:
+    """The text cut as the server cuts it, each chunk's words as a G2P says them (its runs of
+    letters or digits): a text with no spaces is one group of units from start to end."""
+    finder = SpanFinder()
+    finder.add(text)
+    for chunk in chunk_text(text):
+        finder.place(re.findall(r"[^\W_]+", chunk), chunk)
+
+
+@pytest.mark.parametrize("unit", ["a.", "7", "a-", "a. "])
+def test_placing_chunks_of_a_text_without_spaces_costs_linear_time(unit: str) -> None:
+    assert growth(_placed_as_served, unit) < RATIO_LIMIT

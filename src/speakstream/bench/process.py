@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -24,9 +25,10 @@ def free_port() -> int:
 class ServerProcess:
     """``python -m speakstream serve`` on 127.0.0.1 in its own process."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None, launcher: Sequence[str] = ()) -> None:
+        """``launcher``: the command the server runs under (``taskset -c 0``; a mount namespace)."""
         self.port = free_port()
-        command = [sys.executable, "-m", "speakstream", "serve", "--port", str(self.port), *args]
+        command = [*launcher, sys.executable, "-m", "speakstream", "serve", "--port", str(self.port), *args]
         self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"speakstream-server-{self.port}.log"
         self._log = self.log.open("w")
         self.process = subprocess.Popen(

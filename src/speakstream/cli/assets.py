@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
 from speakstream.engine.model import assets as store
+from speakstream.engine.windows.parts import build_shared
 
 
 def register(commands: Any) -> None:
@@ -35,6 +36,8 @@ def fetch(args: argparse.Namespace) -> int:
             return lambda done, total: progress.update(task_id, completed=done, total=total or None)
 
         found, done = store.fetch(args.model_dir, task=task)
+    if build_shared(found):
+        done.append("made the shared weights for this CPU")
     console.print(
         f"assets ready in {found.model_dir}" + (f" ({', '.join(done)})" if done else " (nothing to download)")
     )

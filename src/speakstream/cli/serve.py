@@ -28,7 +28,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--queue-depth", type=int)
     parser.add_argument("--max-client-queue", type=int, help="queued chunks one client address may hold (0: no cap)")
     parser.add_argument(
-        "--workers", type=int, help="windows decoded at once (default 2 on a CPU with 2+ cores, else 1)"
+        "--workers", type=int, help="windows decoded at once (default 2 where the process may use 2+ CPUs, else 1)"
     )
     parser.add_argument("--model-dir", type=Path)
     parser.add_argument("--graph", choices=("fast", "timed", "original"))

@@ -50,6 +50,9 @@ class Engine(Protocol):
     device: str
     lanes: int
     """Inferences it runs at once: the scheduler's workers when the server sets none."""
+    weights: str
+    """Where its sessions' weights come from: one shared copy found beside the assets, in a
+    cache, or built at this start (``assets``, ``cache``, ``built``), or ``unshared``."""
 
     def voices(self) -> list[VoiceInfo]: ...
 
@@ -120,6 +123,7 @@ class VoiceBankEngine(ABC):
 
     voice_bank: VoiceBank
     lanes = 1
+    weights = "unshared"
 
     def voices(self) -> list[VoiceInfo]:
         return self.voice_bank.catalogue()

@@ -4,10 +4,12 @@ to on the providers this onnxruntime has."""
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from speakstream.engine.cpus import available_cpus
 from speakstream.engine.windows.edges import EdgePolicy
 from speakstream.engine.windows.policy import WindowPolicy
 from speakstream.errors import EngineError
@@ -32,7 +34,8 @@ class EngineConfig:
     from the float decoder), ``same`` (``decoder``), or ``auto``: ``int8`` beside ``mixed``, else
     ``same``. ``int8`` loads the decoder once more for each copy of ``decoder``."""
     intra_op_threads: int = 0
-    """Threads inside one inference (0: ONNX Runtime's default, the physical cores)."""
+    """Threads inside one inference (0: the CPUs this process may use, its affinity and its
+    container's CPU quota; ONNX Runtime's own default counts the machine's cores)."""
     inter_op_threads: int = 1
     parallel: int = 0
     """Inferences that may run at once, the engine's lanes (0: 2 on a CPU with 2 cores or more,
@@ -43,6 +46,9 @@ class EngineConfig:
     this machine, and one activation arena that shrinks after each run (``model.weights``): a
     default server in about half the memory, at a few per cent of speed (no prepacked weights).
     False: each session its own weights and arena, as ONNX Runtime makes them."""
+    weights_cache: Path | None = None
+    """Where the shared weights are made when the assets hold none for this CPU and their folder
+    cannot be written (a server's data directory); the system's temporary directory after it."""
     spin_threads: bool = False
     """Let ONNX Runtime's threads spin between kernels: a little faster on an idle machine, much
     slower when the cores are shared (an LLM on the same CPU), so off by default."""
@@ -53,9 +59,17 @@ class EngineConfig:
     """How the ``fast`` graph's decoder is run in windows (streaming inside a chunk)."""
     languages: tuple[str, ...] = ()
     """Languages whose G2P loads as the engine warms (the others load on first use)."""
-    warm_runs: int = 1
+    warm_runs: int | None = None
     """Runs of every copy of every part before serving (narrow copies and the crowded decoder
-    included), beside the G2P's loading; 0: the wide copies only, through two syntheses."""
+    included), beside the G2P's loading; 0: the wide copies only, through a synthesis (two when
+    the weights are not shared: a session's first run then allocates). None: 0 where the weights
+    are shared (a copy's first run takes what its later ones take), else 1."""
+
+
+def weights_caches(config: EngineConfig) -> list[Path]:
+    """Where the shared weights may be made besides the assets' folder, in order."""
+    scratch = Path(tempfile.gettempdir()) / "speakstream" / "optimized"
+    return [config.weights_cache, scratch] if config.weights_cache else [scratch]
 
 
 def pick_providers(requested: tuple[str, ...] | None = None) -> list[str]:
@@ -98,8 +112,9 @@ def engine_lanes(config: EngineConfig, providers: list[str]) -> int:
 
 
 def cores(config: EngineConfig) -> int:
-    """The cores one inference may use."""
-    return config.intra_op_threads or os.cpu_count() or 1
+    """The cores one inference may use: ``intra_op_threads``, else the CPUs this process may use
+    (its affinity and its container's quota, ``cpus.available_cpus``)."""
+    return config.intra_op_threads or available_cpus()
 
 
 def session_options(intra_op_threads: int, inter_op_threads: int, spin: bool) -> Any:

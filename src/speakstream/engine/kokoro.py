@@ -8,10 +8,11 @@ Text -> phonemes (``phonemes``) -> the model's front -> decoder windows -> audio
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import time
 from collections.abc import Callable, Hashable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -28,17 +29,19 @@ from speakstream.engine.config import (
     pick_decoder,
     pick_providers,
     session_options,
+    weights_caches,
 )
 from speakstream.engine.model.assets import Assets, locate
 from speakstream.engine.model.feeds import front_feed
+from speakstream.engine.model.weights import Placement
 from speakstream.engine.phonemes.languages import Language, parse_language
 from speakstream.engine.phonemes.normalize import normalize
-from speakstream.engine.phonemes.phonemizer import Phonemized, Phonemizer, vocab, windows
+from speakstream.engine.phonemes.phonemizer import Phonemized, Phonemizer, Word, vocab, windows
 from speakstream.engine.voices import VoiceBank
 from speakstream.engine.windows import cores as inference
 from speakstream.engine.windows.edges import EdgePolicy, trim_edges
 from speakstream.engine.windows.front import WINDOW_PAUSE_S, word_times
-from speakstream.engine.windows.parts import SplitModel
+from speakstream.engine.windows.parts import UNSHARED, SplitModel
 from speakstream.engine.windows.planner import throughput
 from speakstream.engine.windows.policy import WindowPolicy
 from speakstream.engine.windows.runner import Runner
@@ -50,6 +53,9 @@ from speakstream.types import SAMPLE_RATE, AudioChunk, AudioPiece, Step, Synthes
 WARM_PHONEMES = "ɹˈɛdi, æt jʊɹ sˈɜɹvəs."
 """What the copies are warmed on ("Ready, at your service."), as phonemes: the G2P may still be loading."""
 WARM_TOKENS = tuple(vocab()[c] for c in WARM_PHONEMES)
+WARM_SPOKEN = Phonemized("ɹˈɛdi.", tuple(vocab()[c] for c in "ɹˈɛdi."), (Word(WARM_TEXT, 0, 6),))
+"""``WARM_TEXT`` as the G2P reads it, so the warm-up need not wait for the G2P."""
+log = logging.getLogger("speakstream.engine")
 
 
 class KokoroEngine(VoiceBankEngine):
@@ -65,9 +71,11 @@ class KokoroEngine(VoiceBankEngine):
         self.voice_bank = VoiceBank.from_dir(self.assets.voices_dir)
         self.phonemizer = Phonemizer()
         self._languages = [parse_language(language) for language in self.config.languages]
+        self._g2p = _in_background(self._load_languages)
+        """The G2P, loading beside the model's sessions from the start (the longest part of a start)."""
 
         def options() -> Any:
-            return session_options(self.config.intra_op_threads, self.config.inter_op_threads, self.config.spin_threads)
+            return session_options(cores(self.config), self.config.inter_op_threads, self.config.spin_threads)
 
         providers = pick_providers(self.config.providers)
         self.lanes = engine_lanes(self.config, providers)
@@ -86,7 +94,10 @@ class KokoroEngine(VoiceBankEngine):
                 decoder=self.decoder,
                 crowded_decoder=pick_crowded_decoder(self.config.crowded_decoder, self.decoder),
                 share_weights=self.config.share_weights,
+                caches=weights_caches(self.config),
             )
+            self.weights = split.placement.source
+            _log_placement(split.placement)
             speed = SpeedEstimator(CPU_GUESS_S if split.on_cpu else GPU_GUESS_S)
             self.runner = Runner(split, speed)
             self.providers = split.providers
@@ -138,17 +149,37 @@ class KokoroEngine(VoiceBankEngine):
 
     def warm(self, voice: str = "af_heart") -> None:
         """Ready to serve at full speed: every copy of every part run on an opening (the first
-        burst of replies after start-up runs on the narrow copies and the crowded decoder) while
-        the languages' G2P loads beside it, then a synthesis on the wide copies, which measures the
-        decoder's speed (two without the copies' runs: the first allocates)."""
-        with ThreadPoolExecutor(1, thread_name_prefix="speakstream-g2p") as pool:
-            loaded = pool.submit(self._load_languages)
-            if self.runner is not None and self.config.warm_runs:
-                style = self.voice_bank.style(voice, len(WARM_TOKENS))
-                self.runner.model.warm(WARM_TOKENS, style, self.config.warm_runs)
-            loaded.result()
-        for _ in range(1 if self.runner is not None and self.runner.model.warmed else 2):
-            self.synthesize(WARM_TEXT, voice=voice)
+        burst of replies after start-up runs on the narrow copies and the crowded decoder), then a
+        reply on the wide copies, which measures the decoder's speed (two without the copies'
+        runs: the first allocates), all on fixed phonemes while the G2P loads beside them."""
+        if self.runner is None:
+            self._g2p.result()
+            for _ in range(2):
+                self.synthesize(WARM_TEXT, voice=voice)
+            return
+        shared = self.runner.model.weights is not None
+        runs = self.config.warm_runs if self.config.warm_runs is not None else (0 if shared else 1)
+        if runs:
+            style = self.voice_bank.style(voice, len(WARM_TOKENS))
+            self.runner.model.warm(WARM_TOKENS, style, runs)
+        for _ in range(1 if shared or self.runner.model.warmed else 2):
+            for _ in pieces(self._spoken(self.runner, WARM_SPOKEN, voice)):
+                pass
+        self._g2p.result()
+
+    def _spoken(self, runner: Runner, phonemized: Phonemized, voice: str) -> ChunkStream:
+        """A stream of given phonemes, decoded whole, as ``synthesize`` decodes (no G2P)."""
+        return ChunkStream(
+            text=WARM_TEXT,
+            pace=1.0,
+            opening=False,
+            cancel=None,
+            read=lambda: [phonemized],
+            style=partial(self.voice_bank.style, voice),
+            runner=runner,
+            policy=WindowPolicy.whole(),
+            edges=self._edges,
+        )
 
     def _load_languages(self) -> None:
         """English's G2P (every language reads English words with it) and the configured ones."""
@@ -259,3 +290,23 @@ class KokoroEngine(VoiceBankEngine):
         if not self._has_durations:
             return samples, []
         return samples, word_times(part, np.asarray(outputs[1]).ravel(), head, len(samples))
+
+
+def _log_placement(placement: Placement) -> None:
+    """Say where the shared weights came from: a warning when they were not made with the assets
+    (a start slower by their making, or in about twice the memory)."""
+    if placement.source in ("assets", "cache"):
+        log.info("shared weights from %s (%s)", placement.source, placement.detail)
+    elif placement.source == "built":
+        log.warning("shared weights made at this start for this CPU in %s", placement.detail)
+    elif placement is not UNSHARED:
+        log.warning("weights not shared (each session its own, about twice the memory): %s", placement.detail)
+
+
+def _in_background(work: Callable[[], None]) -> Future[None]:
+    """``work`` on a thread of its own, its result (or error) in the future returned."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="speakstream-g2p")
+    try:
+        return pool.submit(work)
+    finally:
+        pool.shutdown(wait=False)  # the thread ends with the work

@@ -14,7 +14,8 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,9 @@ from typing import Any
 from speakstream.engine.phonemes.inline import to_kokoro
 from speakstream.engine.phonemes.languages import BY_LETTER
 from speakstream.engine.phonemes.phonemizer import vocab
-from speakstream.errors import InvalidInput, NotFound, OverLimit
+from speakstream.errors import InvalidInput, NotFound, OverLimit, StoreUnavailable
 from speakstream.protocol import Locator
+from speakstream.storage import unwritable
 from speakstream.text import pls
 from speakstream.text.lexicon import Lexicon, Rule, arpabet_to_ipa, merged
 
@@ -70,6 +72,8 @@ class DictionaryStore:
     """Where dictionaries made through the API are kept (None: in memory only)."""
     max_dictionaries: int = 500
     max_rules: int = 5_000
+    read_only: str | None = None
+    """Why changes are refused (``directory`` cannot be written), or None."""
     _items: dict[str, Dictionary] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _lexicons: dict[tuple[str, str], Lexicon] = field(default_factory=dict)
@@ -79,10 +83,12 @@ class DictionaryStore:
     def open(
         cls, directory: Path | None, files: Path | None = None, *, max_dictionaries: int = 500, max_rules: int = 5_000
     ) -> DictionaryStore:
-        """The store of ``directory`` (created if missing), with the read-only ones in ``files``."""
-        store = cls(directory, max_dictionaries, max_rules)
-        if directory is not None:
-            directory.mkdir(parents=True, exist_ok=True)
+        """The store of ``directory`` (created if missing; read-only when it cannot be written),
+        with the read-only ones in ``files``."""
+        store = cls(directory, max_dictionaries, max_rules, unwritable(directory) if directory else None)
+        if store.read_only is not None:
+            log.warning("pronunciation dictionaries are read-only: %s", store.read_only)
+        if directory is not None and directory.is_dir():
             for path in sorted(directory.glob("*.json")):
                 store._items[path.stem] = _loaded(path)
         if files is not None:
@@ -91,8 +97,16 @@ class DictionaryStore:
                     store._items[path.stem] = _from_file(path)
         return store
 
+    @property
+    def state(self) -> str:
+        """``writable``, ``read-only`` (its directory cannot be written) or ``memory`` (none)."""
+        if self.directory is None:
+            return "memory"
+        return "writable" if self.read_only is None else "read-only"
+
     def create(self, name: str, rules: Sequence[Rule], description: str | None = None) -> Dictionary:
         _check_name(name)
+        self._check_writable()
         with self._lock:
             if sum(1 for d in self._items.values() if not d.read_only) >= self.max_dictionaries:
                 raise OverLimit(
@@ -154,11 +168,12 @@ class DictionaryStore:
     def delete(self, dictionary_id: str) -> None:
         with self._lock:
             self._writable(dictionary_id)
+            if self.directory is not None:
+                with self._saving():
+                    (self.directory / f"{dictionary_id}.json").unlink(missing_ok=True)
             del self._items[dictionary_id]
             self._lexicons = {k: v for k, v in self._lexicons.items() if k[0] != dictionary_id}
             self._merged = {k: v for k, v in self._merged.items() if all(key[0] != dictionary_id for key in k)}
-            if self.directory is not None:
-                (self.directory / f"{dictionary_id}.json").unlink(missing_ok=True)
 
     def lexicon(self, locators: Sequence[Locator]) -> Lexicon | None:
         """The rules of ``locators``, the earlier dictionaries' first (``NotFound`` naming one
@@ -188,6 +203,7 @@ class DictionaryStore:
 
     def _writable(self, dictionary_id: str) -> Dictionary:
         found = self.get(dictionary_id)
+        self._check_writable()
         if found.read_only:
             raise InvalidInput(
                 f"dictionary {dictionary_id} is loaded from the server's lexicon files; change the file",
@@ -199,14 +215,35 @@ class DictionaryStore:
         if len(rules) > self.max_rules:
             raise OverLimit(f"a dictionary holds at most {self.max_rules} rules", code="too_many_rules")
 
+    def _check_writable(self) -> None:
+        if self.read_only is not None:
+            raise StoreUnavailable(
+                "pronunciation dictionaries cannot be changed: the server's data directory is not writable "
+                "(its operator mounts a writable volume at SPEAKSTREAM_DATA_DIR; the server log says why)"
+            )
+
+    @contextmanager
+    def _saving(self) -> Iterator[None]:
+        """A write to the directory; its failure (a full disk, a volume gone read-only) refuses the
+        change, with nothing changed in memory."""
+        self._check_writable()
+        try:
+            yield
+        except OSError as exc:
+            log.error("cannot write the dictionary store: %s", exc)
+            raise StoreUnavailable(
+                "the pronunciation dictionary could not be saved (the server's data directory refused the "
+                "write; the server log says why)"
+            ) from exc
+
     def _put(self, dictionary: Dictionary) -> None:
+        if self.directory is not None:
+            path = self.directory / f"{dictionary.id}.json"
+            temporary = path.with_suffix(".json.tmp")
+            with self._saving():
+                temporary.write_text(json.dumps(_saved(dictionary), ensure_ascii=False), "utf-8")
+                os.replace(temporary, path)  # a crash leaves the old file or the new one, never half of one
         self._items[dictionary.id] = dictionary
-        if self.directory is None:
-            return
-        path = self.directory / f"{dictionary.id}.json"
-        temporary = path.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(_saved(dictionary), ensure_ascii=False), "utf-8")
-        os.replace(temporary, path)  # a crash leaves the old file or the new one, never half of one
 
 
 def checked(rules: list[Rule]) -> list[Rule]:

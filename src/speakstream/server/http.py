@@ -80,7 +80,13 @@ def json_route(
 async def ping(request: Request) -> Response:
     runtime = runtime_of(request)
     if runtime.ready and runtime.scheduler is not None and runtime.engine is not None:
-        body: dict[str, object] = {"status": "ok", "device": runtime.engine.device, **_load(runtime.scheduler)}
+        body: dict[str, object] = {
+            "status": "ok",
+            "device": runtime.engine.device,
+            "weights": runtime.engine.weights,
+            "store": runtime.dictionaries.state,
+            **_load(runtime.scheduler),
+        }
         if runtime.instance:
             body["instance"] = runtime.instance
         return JSONResponse(body)

@@ -18,7 +18,7 @@ from typing import Protocol
 from speakstream.config import ServerConfig
 from speakstream.engine.base import Engine
 from speakstream.engine.voices import VOICE_ALIASES, with_language
-from speakstream.errors import Overloaded, SpeakstreamError
+from speakstream.errors import Overloaded, SpeakstreamError, StoreUnavailable
 from speakstream.protocol import Options
 from speakstream.scheduler import Job, Scheduler
 from speakstream.scheduler.cache import AudioCache
@@ -56,11 +56,14 @@ class Runtime:
         self.tracing = Tracing.from_env()
         """Traces per reply, when the ``OTEL_*`` variables ask for them."""
         self.dictionaries = DictionaryStore.open(
-            config.dictionaries_dir,
+            config.data_dir / "dictionaries" if config.data_dir else None,
             config.lexicons_dir,
             max_dictionaries=config.max_dictionaries,
             max_rules=config.max_dictionary_rules,
         )
+        if config.data_required and self.dictionaries.read_only is not None:
+            reason = self.dictionaries.read_only
+            raise StoreUnavailable(f"the data directory must be writable (data_required): {reason}")
 
     @property
     def ready(self) -> bool:

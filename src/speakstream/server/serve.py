@@ -14,16 +14,26 @@ import uvicorn
 from starlette.applications import Starlette
 
 from speakstream.config import ServerConfig
-from speakstream.errors import InvalidInput
+from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.server.runtime import Runtime
 
 
 class GracefulServer(uvicorn.Server):
-    """Tells open sessions why they close (error frame + close 1001) before uvicorn drops them."""
+    """Tells open sessions why they close (error frame + close 1001) before uvicorn drops them.
+    ``exit_on_load_error``: stops when the engine fails to load (``failed`` says why), so a
+    process that can never be ready exits and its orchestrator restarts it."""
 
-    def __init__(self, config: uvicorn.Config, runtime: Runtime) -> None:
+    def __init__(self, config: uvicorn.Config, runtime: Runtime, *, exit_on_load_error: bool = False) -> None:
         super().__init__(config)
         self.runtime = runtime
+        self.exit_on_load_error = exit_on_load_error
+        self.failed: SpeakstreamError | None = None
+
+    async def on_tick(self, counter: int) -> bool:
+        if self.exit_on_load_error and self.runtime.load_error is not None:
+            self.failed = self.runtime.load_error
+            return True
+        return await super().on_tick(counter)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         await self.runtime.drain("server shutting down")
@@ -48,10 +58,14 @@ def uvicorn_config(app: Starlette, config: ServerConfig, **overrides: Any) -> uv
 
 
 def serve(app: Starlette, config: ServerConfig) -> None:
+    """Serve until stopped; raises what stopped the engine loading (after closing the server)."""
     problem = config.exposure_problem()
     if problem:
         raise InvalidInput(problem, code="insecure")
-    GracefulServer(uvicorn_config(app, config, log_level="info"), app.state.runtime).run()
+    server = GracefulServer(uvicorn_config(app, config, log_level="info"), app.state.runtime, exit_on_load_error=True)
+    server.run()
+    if server.failed is not None:
+        raise server.failed
 
 
 class ThreadedServer:

@@ -30,6 +30,9 @@ _CLOSERS = "\"')]}»”’*_"
 _WINDOW = 48
 """Units looked at past a chunk's words: an alias or markup may stand for this many."""
 _RUN = 8
+_RECUT = 256
+"""Characters of the group at the end of the text cut again when more text comes (a markdown
+target or an entity the end of the text cut in two is shorter)."""
 """The most units one word says ("U.S.A.": three)."""
 MATCH, MISS = 3, 1
 Span = tuple[int, int]
@@ -80,10 +83,20 @@ def _units(masked: str, base: int, group: int) -> list[_Unit]:
     return units
 
 
-def _same(key: str, units: list[_Unit], j: int, count: int) -> bool:
-    """Whether a word's ``key`` says the ``count`` units from ``j`` (one group)."""
-    run = units[j : j + count]
-    return len(run) == count and run[-1].group == run[0].group and key == "".join(u.key for u in run)
+def _run(key: str, units: list[_Unit], j: int) -> int:
+    """How many units from ``j`` (one group, at most ``_RUN``) a word's ``key`` says; 0: none.
+    Their keys joined only grow, so one count at most can say it, and a prefix that differs ends
+    the search."""
+    joined = ""
+    for k in range(j, min(len(units), j + _RUN)):
+        if units[k].group != units[j].group:
+            break
+        joined += units[k].key
+        if not key.startswith(joined):
+            break
+        if len(joined) == len(key):
+            return k + 1 - j
+    return 0
 
 
 def _in_number(key: str, units: list[_Unit], j: int, numbers: dict[int, frozenset[int]]) -> bool:
@@ -158,7 +171,9 @@ class SpanFinder:
         """How many units from the next the chunk's part of the client's text holds, and whether
         that is known: it ends at the unit followed by the chunk's last mark as many times as the
         chunk has it after a word (but after letters read out, "D. O. G"); a chunk that ends with
-        no mark holds a group of units for each word it writes (letters read out in a row: one)."""
+        no mark holds a group of units for each word it writes (letters read out in a row: one),
+        but never more units than its own text has and ``_WINDOW`` (a text with no spaces is one
+        group: each chunk's work stays within its own length)."""
         mark, units = chunk.rstrip()[-1:], self._units
         written = [t for t in chunk.split() if _key(t)]
         spelled = [_letter(t) and k + 1 < len(written) and _letter(written[k + 1]) for k, t in enumerate(written)]
@@ -166,22 +181,23 @@ class SpanFinder:
             marked = [t for t, inner in zip(written, spelled, strict=True) if not inner]
             times = max(1, sum(1 for t in marked if t.rstrip(_CLOSERS).endswith(mark)))
             for k in range(self._next, min(len(units), self._next + len(words) + _WINDOW)):
-                if mark in units[k].tail and _group_end(units, k) == k + 1:  # a chunk ends at a space
+                if mark in units[k].tail and _ends_group(units, k):  # a chunk ends at a space
                     times -= 1
                     if times == 0:
                         return k + 1 - self._next, True
-        k = self._next
+        k, most = self._next, self._next + len(_KEY.findall(chunk)) + _WINDOW
         for _ in range(max(1, spelled.count(False))):  # a group of the client's text a word written
-            k = _group_end(units, k) if k < len(units) else k
-        return k - self._next, False
+            k = _group_end(units, k, most) if k < len(units) else k
+        return min(k, most) - self._next, False
 
     def _scan(self) -> None:
         """Cut the text received since the last scan into units; the group that reached the end of
-        the text then may have gone on, so it is cut again, and so is an SSML tag not closed."""
+        the text then may have gone on, so it is cut again (its last ``_RECUT`` characters: a text
+        with no spaces is one group), and so is an SSML tag not closed."""
         group = self._units[-1].group + 1 if self._units else 0
         if self._units and self._units[-1].end + len(self._units[-1].tail) >= self._scanned:
-            last = self._units[-1].group
-            while self._units and self._units[-1].group == last:
+            last, since = self._units[-1].group, self._scanned - _RECUT
+            while self._units and self._units[-1].group == last and self._units[-1].start >= since:
                 self._scanned = self._units.pop().start
             self._next, group = min(self._next, len(self._units)), last
         text = self.text
@@ -246,11 +262,16 @@ def _number(units: list[_Unit], first: int, stop: int) -> tuple[int, int]:
     return first, stop
 
 
-def _group_end(units: list[_Unit], k: int) -> int:
-    """The index after the last unit of unit ``k``'s group."""
-    while k + 1 < len(units) and units[k + 1].group == units[k].group:
+def _group_end(units: list[_Unit], k: int, most: int | None = None) -> int:
+    """The index after the last unit of unit ``k``'s group (no further than ``most``)."""
+    stop = len(units) if most is None else min(len(units), most)
+    while k + 1 < stop and units[k + 1].group == units[k].group:
         k += 1
     return k + 1
+
+
+def _ends_group(units: list[_Unit], k: int) -> bool:
+    return k + 1 == len(units) or units[k + 1].group != units[k].group
 
 
 def _align(keys: list[str], units: list[_Unit]) -> list[tuple[int, int] | None]:
@@ -272,9 +293,8 @@ def _align(keys: list[str], units: list[_Unit]) -> list[tuple[int, int] | None]:
             here = max(outside[i + 1][j], outside[i][j + 1], outside[i + 1][j + 1]) - MISS
             if _in_number(keys[i], units, j, numbers):
                 here = max(here, MATCH + inside[i + 1][j])
-            for count in range(1, _RUN + 1):
-                if _same(keys[i], units, j, count):
-                    here = max(here, MATCH + outside[i + 1][j + count])
+            if count := _run(keys[i], units, j):
+                here = max(here, MATCH + outside[i + 1][j + count])
             outside[i][j] = here
     return _back(keys, units, numbers, ends, outside, inside)
 
@@ -301,7 +321,7 @@ def _back(
             else:
                 j, within = ends[j], False
             continue
-        whole = next((c for c in range(1, _RUN + 1) if j < m and _same(keys[i], units, j, c)), 0)
+        whole = _run(keys[i], units, j) if j < m else 0
         if number and outside[i][j] == MATCH + inside[i + 1][j]:
             matched.append((j, ends[j]))
             i, within = i + 1, True

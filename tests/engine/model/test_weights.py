@@ -4,6 +4,7 @@ session that holds its own copy."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
@@ -11,7 +12,7 @@ import pytest
 
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.model.feeds import decoder_feed, front_feed
-from speakstream.engine.model.weights import SharedWeights
+from speakstream.engine.model.weights import SharedWeights, place
 
 pytestmark = pytest.mark.model
 
@@ -54,3 +55,14 @@ def test_a_session_on_shared_weights_computes_what_one_of_its_own_does(kokoro: K
     assert shared_audio.shape == own_audio.shape
     error = np.sqrt(np.mean((shared_audio - own_audio) ** 2)) / np.sqrt(np.mean(own_audio**2))
     assert error < 0.01, f"relative RMS difference {error:.4f}"
+
+
+def test_with_nowhere_to_make_them_the_weights_are_unshared_and_say_why(kokoro: KokoroEngine, tmp_path: Path) -> None:
+    """A CPU they were not made for (their folder under a file: found nowhere), and no folder
+    that can be written: no error, no half-made folder, each place's reason for the log."""
+    (tmp_path / "file").write_text("not a folder")
+    sources = _weights(kokoro).sources
+    found = place(tmp_path / "file" / "assets", sources, [tmp_path / "file" / "cache"])
+    assert (found.weights, found.source) == (None, "unshared")
+    assert "assets" in found.detail and "cache" in found.detail
+    assert kokoro.weights == "assets"  # the engine of the tests found them beside the assets

@@ -1,3 +1,5 @@
+import warnings
+
 import pytest
 
 from speakstream.engine.phonemes.languages import parse_language
@@ -32,3 +34,32 @@ def test_windows_split_at_sentence_ends_within_the_limit(phonemizer: Phonemizer)
     assert all(0 < len(p.tokens) <= 120 for p in parts)
     assert all(p.phonemes.rstrip().endswith(".") for p in parts[:-1])
     assert sum(len(p.words) for p in parts) == 5 * 40
+
+
+@pytest.mark.parametrize("british", [False, True])
+def test_the_lexicon_loaded_without_misakis_checks_is_misakis(british: bool) -> None:
+    """The G2P loads misaki's lexicon itself, skipping its per-entry symbol check (a third of the
+    loading, at every start): the entries must be exactly what misaki's own loading makes."""
+    from misaki import en
+
+    from speakstream.engine.phonemes.g2p.english import _lexicon
+
+    with warnings.catch_warnings():  # misaki reads its files with a deprecated importlib call
+        warnings.simplefilter("ignore", DeprecationWarning)
+        theirs = en.Lexicon(british)
+    ours = _lexicon(en, british)
+    assert (ours.golds, ours.silvers, ours.cap_stresses) == (theirs.golds, theirs.silvers, theirs.cap_stresses)
+    assert ours.british == british
+
+
+def test_a_word_longer_than_a_window_ends_with_it() -> None:
+    """A number of dozens of digits reads as thousands of tokens: the windows cut the word, and
+    each window's words stay inside its tokens (a word past its end failed the request)."""
+    from speakstream.engine.phonemes.phonemizer import Phonemized, Word
+
+    long_word = Phonemized("a" * 1200 + " b", tuple([1] * 1202), (Word("7777", 0, 1200), Word("b", 1201, 1202)))
+    parts = windows(long_word, limit=500)
+    assert len(parts) == 3
+    for part in parts:
+        assert all(0 <= w.first < w.end <= len(part.tokens) for w in part.words)
+    assert [w.text for p in parts for w in p.words] == ["7777", "b"]

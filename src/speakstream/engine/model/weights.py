@@ -20,12 +20,17 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import threading
+from collections.abc import Sequence
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from speakstream.storage import unwritable
 
 FORMAT = 1
 """Bumped when the saved layout changes: older ones are made again."""
@@ -65,19 +70,54 @@ def machine_key(sources: dict[str, Path]) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where the shared weights came from: ``assets`` (made beside the model, as an image is
+    built), ``cache`` (made at an earlier start), ``built`` (made at this start) or ``unshared``
+    (nowhere to make them: every session its own weights)."""
+
+    weights: SharedWeights | None
+    source: str
+    detail: str
+    """The directory used, or why none could be (for the log, never for a client)."""
+
+
+def place(derived: Path, sources: dict[str, Path], caches: Sequence[Path] = ()) -> Placement:
+    """The shared weights of ``sources`` for this machine: found beside the assets or in a cache,
+    else made in the first of those that can be written; never written where it cannot be."""
+    key = machine_key(sources)
+    places = [derived / "optimized" / key, *(cache / key for cache in caches)]
+    for index, directory in enumerate(places):
+        if (directory / "weights.json").is_file():
+            return Placement(SharedWeights(directory, sources), "cache" if index else "assets", str(directory))
+    problems = []
+    for directory in places:
+        problem = unwritable(directory.parent)
+        if problem is None:
+            try:
+                _build(directory, sources)
+                return Placement(SharedWeights(directory, sources), "built", str(directory))
+            except OSError as exc:  # a cache that fills up, or turns read-only, while they are made
+                problem = f"{directory}: {exc.strerror or exc}"
+        problems.append(problem)
+    return Placement(None, "unshared", "; ".join(problems))
+
+
+def build(derived: Path, sources: dict[str, Path]) -> Path:
+    """Make the shared weights of ``sources`` beside the assets, as an image's build does (once)."""
+    found = place(derived, sources)
+    if found.weights is None:
+        raise OSError(f"cannot make the shared weights beside the assets: {found.detail}")
+    return found.weights.directory
+
+
 class SharedWeights:
-    """The parts' optimised graphs and their one weights file in ``directory`` (made if missing)."""
+    """The parts' optimised graphs and their one weights file in ``directory`` (``place`` makes them)."""
 
     def __init__(self, directory: Path, sources: dict[str, Path]) -> None:
         self.directory, self.sources = directory, sources
-        if not (directory / "weights.json").is_file():
-            _build(directory, sources)
         self._map = np.memmap(directory / "weights.bin", dtype=np.uint8, mode="r")
         self._values: dict[str, list[tuple[str, Any]]] = {}
-
-    @classmethod
-    def for_parts(cls, cache: Path, sources: dict[str, Path]) -> SharedWeights:
-        return cls(cache / "optimized" / machine_key(sources), sources)
 
     def graph(self, part: str) -> Path:
         return self.directory / f"{part}.onnx"
@@ -113,13 +153,25 @@ class SharedWeights:
 
 
 def _build(directory: Path, sources: dict[str, Path]) -> None:
-    """Optimise each part for this machine, then move its large weights into one shared file."""
+    """Optimise each part for this machine, then move its large weights into one shared file,
+    made in a staging directory that becomes ``directory`` whole or not at all."""
+    staging = directory.with_name(directory.name + f".{os.getpid()}.tmp")
+    staging.mkdir(parents=True, exist_ok=True)
+    try:
+        _optimise_into(staging, sources)
+        staging.rename(directory)
+    except OSError:
+        if not (directory / "weights.json").is_file():  # else another process made them first
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _optimise_into(staging: Path, sources: dict[str, Path]) -> None:
     import onnx
     import onnxruntime as ort
     from onnx import TensorProto, numpy_helper
 
-    staging = directory.with_name(directory.name + f".{os.getpid()}.tmp")
-    staging.mkdir(parents=True, exist_ok=True)
     blob, offsets, table = bytearray(), {}, {}
     for part, source in sources.items():
         options = ort.SessionOptions()
@@ -147,12 +199,6 @@ def _build(directory: Path, sources: dict[str, Path]) -> None:
         table[part] = entries
     (staging / "weights.bin").write_bytes(bytes(blob))
     (staging / "weights.json").write_text(json.dumps(table))
-    try:
-        staging.rename(directory)
-    except OSError:  # another process made it first
-        for leftover in staging.iterdir():
-            leftover.unlink()
-        staging.rmdir()
 
 
 def _external(tensor: Any, offset: int, length: int) -> None:

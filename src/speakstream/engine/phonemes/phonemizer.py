@@ -49,7 +49,11 @@ class Phonemized:
     words: tuple[Word, ...]
 
     def window(self, start: int, end: int) -> Phonemized:
-        words = tuple(Word(w.text, w.first - start, w.end - start) for w in self.words if start <= w.first < end)
+        """Tokens ``start``..``end`` and the words that start there; a word longer than the window
+        (a number of dozens of digits read out) ends with it, its rest in the next window."""
+        words = tuple(
+            Word(w.text, w.first - start, min(w.end, end) - start) for w in self.words if start <= w.first < end
+        )
         return Phonemized(self.phonemes[start:end], self.tokens[start:end], words)
 
 

@@ -4,16 +4,18 @@ before traffic. Running them is the front's and the runner's work, not this modu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from speakstream.engine.config import pick_crowded_decoder, pick_decoder
 from speakstream.engine.model.assets import Assets
 from speakstream.engine.model.feeds import decoder_feed, front_feed
-from speakstream.engine.model.weights import SharedWeights, release_memory, share_arena, shrink_after
+from speakstream.engine.model.weights import Placement, place, release_memory, share_arena, shrink_after
 from speakstream.engine.windows.cores import Copies, Cores
 
 WARM_RUNS = 1
@@ -22,6 +24,24 @@ what its later ones take (``docs/design.md``), so one run proves each copy runs.
 WARM_FRAMES = 24
 """Frames each decoder copy is warmed on: an opening with its context (what the first burst of
 replies runs on the narrow copies); a whole reply costs seconds of start-up for no faster window."""
+CPU = ["CPUExecutionProvider"]
+UNSHARED = Placement(None, "unshared", "not asked for (a GPU, or share_weights off)")
+
+
+def part_sources(assets: Assets, decoder: str, crowded_decoder: str | None) -> dict[str, Path]:
+    """The graph files of the front, ``decoder`` and ``crowded_decoder`` (None: none), by part."""
+    names = {"front": assets.split("front"), decoder: assets.decoder(decoder)}
+    if crowded_decoder is not None:
+        names[crowded_decoder] = assets.decoder(crowded_decoder)
+    return names
+
+
+def build_shared(assets: Assets) -> bool:
+    """Make the shared weights of a CPU server's default parts beside ``assets`` for this CPU, as
+    an image's build does, so a server started from them makes nothing (True: made now)."""
+    decoder = pick_decoder("auto", CPU)
+    names = part_sources(assets, decoder, pick_crowded_decoder("auto", decoder))
+    return place(assets.derived_dir, names).source == "built"
 
 
 class SplitModel:
@@ -39,14 +59,16 @@ class SplitModel:
         rate: float,
         providers: list[str],
         crowded_decoder_name: str | None = None,
-        weights: SharedWeights | None = None,
+        placement: Placement = UNSHARED,
     ) -> None:
         self.cores, self.front, self.decoder = cores, front, decoder
         self.crowded = crowded
         """The decoder of a crowded opening (None: ``decoder``)."""
         self.crowded_decoder_name = crowded_decoder_name
-        self.weights = weights
+        self.weights = placement.weights
         """The weights every session reads in place (held as long as the sessions are)."""
+        self.placement = placement
+        """Where ``weights`` came from (``model.weights.Placement``)."""
         self.harmonics, self.rate, self.providers = harmonics, rate, providers
         self.narrow_count = len(decoder.every) - 1
         self.warmed = False
@@ -63,21 +85,22 @@ class SplitModel:
         decoder: str = "mixed",
         crowded_decoder: str | None = None,
         share_weights: bool = True,
+        caches: Sequence[Path] = (),
     ) -> SplitModel:
         """The parts from ``assets``. ``options``: fresh session options for a wide copy;
         ``narrow``: (the same for a copy with a share of the cores, how many copies); ``decoder``:
         which decoder part (``Assets.decoder``); ``crowded_decoder``: the part for a crowded
         opening (None: none beside ``decoder``). ``share_weights`` (on a CPU): every copy of every
-        part reads one set of weights and one activation arena (``weights``)."""
+        part reads one set of weights and one activation arena (``weights``), found beside the
+        assets or in ``caches``, else made in the first of them that can be written."""
         import onnxruntime as ort
 
         narrow_options, count = narrow or (options, 0)
         cores = Cores()
-        names = {"front": assets.split("front"), decoder: assets.decoder(decoder)}
-        if crowded_decoder is not None:
-            names[crowded_decoder] = assets.decoder(crowded_decoder)
+        names = part_sources(assets, decoder, crowded_decoder)
         on_cpu = providers[0] == "CPUExecutionProvider"
-        shared = SharedWeights.for_parts(assets.derived_dir, names) if share_weights and on_cpu else None
+        placement = place(assets.derived_dir, names, caches) if share_weights and on_cpu else UNSHARED
+        shared = placement.weights
         if shared is not None:
             share_arena()
             release_memory()
@@ -102,7 +125,7 @@ class SplitModel:
             rate=float(meta["sine_rate"]),
             providers=main.wide.get_providers(),
             crowded_decoder_name=crowded_decoder,
-            weights=shared,
+            placement=placement,
         )
 
     @property
