@@ -103,14 +103,6 @@ def place(derived: Path, sources: dict[str, Path], caches: Sequence[Path] = ()) 
     return Placement(None, "unshared", "; ".join(problems))
 
 
-def build(derived: Path, sources: dict[str, Path]) -> Path:
-    """Make the shared weights of ``sources`` beside the assets, as an image's build does (once)."""
-    found = place(derived, sources)
-    if found.weights is None:
-        raise OSError(f"cannot make the shared weights beside the assets: {found.detail}")
-    return found.weights.directory
-
-
 class SharedWeights:
     """The parts' optimised graphs and their one weights file in ``directory`` (``place`` makes them)."""
 
