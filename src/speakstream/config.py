@@ -46,8 +46,9 @@ class ServerConfig:
     max_sessions: int = 64
     max_text_chars: int = 20_000
     max_audio_s: float = 1800.0
-    """A request that would make more audio than this fails with ``audio_too_long`` once it gets
-    there (20,000 characters at speed 0.5 would be about 40 minutes)."""
+    """A text that takes at least this long to speak is refused up front (``text.length``), and a
+    reply that makes more audio than this fails with ``audio_too_long`` once it gets there
+    (20,000 characters at speed 0.5 would be about 40 minutes)."""
     max_frame_bytes: int = 65_536
     max_pending_requests: int = 16
     idle_timeout_s: float = 300.0

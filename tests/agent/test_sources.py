@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import pytest
 import uvicorn
 
-from speakstream.agent.sources import LlamaCppServer, OpenAISource, ReplaySource, gemma_270m_path
+from speakstream.agent.models import gemma_270m_path
+from speakstream.agent.sources import LlamaCppServer, OpenAISource, ReplaySource
 from speakstream.data import replies
 from speakstream.errors import SourceError
 from tests.agent.fake_llm import WORDS, fake_llm_app

@@ -114,6 +114,7 @@ def test_agent_chat_without_a_sound_device_writes_files(fake_server: ThreadedSer
         "chat",
         "--server",
         fake_server.ws_url,
+        "--replay",
         "--reply",
         "greeting",
         "--tokens-per-s",
@@ -134,6 +135,7 @@ def test_agent_demo_json_against_a_server(fake_server: ThreadedServer, tmp_path:
         "demo",
         "--server",
         fake_server.ws_url,
+        "--replay",
         "--trials",
         "2",
         "--reply",
@@ -145,7 +147,24 @@ def test_agent_demo_json_against_a_server(fake_server: ThreadedServer, tmp_path:
         str(tmp_path / "bidi.wav"),
     )
     assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
+    [(label, data)] = json.loads(result.stdout).items()
+    assert "replay" in label and "200 tokens/s" in label
     assert len(data["bidi"]["ttfa_ms"]) == len(data["batch"]["ttfa_ms"]) == 2
-    assert data["ratio"] > 0 and "REPLAY" in result.stderr
+    assert data["ratio"] > 0 and data["reply"].startswith("It's 18 degrees")
+    assert data["llm"]["tokens_per_s_alone"] > 100  # the replay's pace, measured back from its deltas
     assert (tmp_path / "bidi.wav").stat().st_size > 44
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+def test_agent_demo_speaks_the_local_models_reply_beside_the_replay(fake_server: ThreadedServer) -> None:
+    """By default the demo fetches SmolLM2 (once), lets it answer the prompt through the embedded
+    llama.cpp, and runs the replay at a hosted model's pace beside it, each labelled with its pace."""
+    result = speakstream("agent", "demo", "--server", fake_server.ws_url, "--trials", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    local, replay = json.loads(result.stdout).items()
+    assert local[0].startswith("SmolLM2-135M-Instruct") and "replay" in replay[0]
+    figures = local[1]["llm"]
+    assert figures["ttft_ms"] > 0 and figures["tokens_per_s_alone"] > 1
+    assert len(local[1]["reply"].split()) >= 5  # the model's own words, not the replay's
+    assert local[1]["reply"] != replay[1]["reply"]

@@ -119,6 +119,7 @@ async def test_sse_events_stay_small_whatever_a_chunk_holds() -> None:
         ({"text": "hi", "format": "wma"}, 400, "invalid_format"),
         ({"text": "hi", "format": "opus", "sample_rate": 44_100}, 400, "invalid_sample_rate"),
         ({"text": "x" * 20_001}, 400, "text_too_long"),
+        ({"text": "7" * 15_000 + " okay."}, 400, "audio_too_long"),  # a code: at least 3,000 s to speak
         ({"text": "hi", "language": "klingon"}, 400, "unsupported_language"),
         ({"text": "hi", "voice": "af_heart@"}, 400, "unsupported_language"),
         ({"text": "你好", "voice": "af_heart"}, 400, "unsupported_text"),

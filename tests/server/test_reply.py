@@ -113,13 +113,41 @@ async def test_a_long_text_without_chunking_is_still_bounded_engine_jobs(schedul
 
 
 async def test_a_request_over_the_audio_limit_fails_clearly_and_releases_its_slots(scheduler: Scheduler) -> None:
-    reply = Reply(scheduler, session_id="s", request_id="r", settings=ReplySettings(), max_audio_s=1.0)
+    """The least the text takes (11 s) fits the limit; the audio made (17 s at the fake's pace)
+    does not: the reply stops where the audio passes it."""
+    reply = Reply(scheduler, session_id="s", request_id="r", settings=ReplySettings(), max_audio_s=12.0)
     reply.push(TEXT * 3)
     reply.end_input()
     with pytest.raises(InvalidInput) as too_long:
         await _all(reply)
     assert too_long.value.code == "audio_too_long"
     assert sum(len(t) for t in reply.texts) < len(TEXT * 3) and scheduler.admission.reserved == 0
+
+
+def _push_whole(reply: Reply, text: str) -> None:
+    reply.push(text)
+    reply.end_input()
+
+
+@pytest.mark.parametrize(
+    ("text", "speed", "limit_s"),
+    [
+        ("7" * 15_000 + " okay.", 1.0, 1800.0),  # a code read digit by digit: at least 3,000 s
+        (TEXT * 3, 1.0, 10.0),  # 219 letters: at least 11 s
+        (TEXT * 3, 0.5, 20.0),  # the same read at half speed: at least 22 s
+        ('<speak>Hello.<break time="10s"/><break time="10s"/>Bye.</speak>', 1.0, 15.0),  # its pauses count
+    ],
+    ids=["digits", "letters", "half-speed", "ssml-pauses"],
+)
+async def test_a_text_that_takes_longer_than_the_audio_limit_is_refused_before_any_work(
+    scheduler: Scheduler, text: str, speed: float, limit_s: float
+) -> None:
+    settings = ReplySettings(speed=speed)
+    reply = Reply(scheduler, session_id="s", request_id="r", settings=settings, max_audio_s=limit_s)
+    with pytest.raises(InvalidInput, match=r"at least \d+ s to speak") as too_long:
+        _push_whole(reply, text)
+    assert too_long.value.code == "audio_too_long" and too_long.value.http_status == 400
+    assert scheduler.queued == 0 and scheduler.admission.reserved == 0
 
 
 async def test_input_rules(scheduler: Scheduler) -> None:

@@ -56,9 +56,42 @@ class DemoResult:
             "max": max(values),
         }
 
+    def reply(self) -> str:
+        """The text of the first bidi run, which played to the end."""
+        return "".join(str(e["text"]) for e in self.runs["bidi"][0].timeline if e["type"] == "text_delta")
+
+    def llm(self) -> dict[str, Any]:
+        """The text source's own pace: time to first token (every run), and tokens a second from
+        the first token to the last, alone (batch: speech waits for the whole reply) and beside the
+        speech (bidi: the voice and the model share the cores; only runs that played to the end)."""
+        ttft = [r.timings["ttft_s"] for m in MODES for r in self.runs[m] if r.timings.get("ttft_s") is not None]
+        return {
+            "ttft_ms": round(1000 * statistics.mean(ttft), 1) if ttft else None,
+            "tokens_per_s_alone": _pace(self.runs["batch"]),
+            "tokens_per_s_beside_speech": _pace(self.runs["bidi"]),
+            "reply_s": _reply_s(self.runs["batch"]),
+        }
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {m: {"ttfa_ms": self.ttfa_ms(m), **self.summary(m)} for m in MODES}
-        return {**out, "ratio": self.ratio(), "source": self.source}
+        return {**out, "ratio": self.ratio(), "source": self.source, "llm": self.llm(), "reply": self.reply()}
+
+
+def _pace(runs: list[ModeRun]) -> float | None:
+    """Mean tokens a second (text deltas after the first over the time they took) of the runs
+    whose model finished."""
+    paces = []
+    for run in runs:
+        first, done = run.timings.get("ttft_s"), run.timings.get("llm_done_s")
+        deltas = sum(1 for e in run.timeline if e["type"] == "text_delta")
+        if first is not None and done is not None and done > first and deltas > 1:
+            paces.append((deltas - 1) / (done - first))
+    return round(statistics.mean(paces), 1) if paces else None
+
+
+def _reply_s(runs: list[ModeRun]) -> float | None:
+    done = [r.timings["llm_done_s"] for r in runs if r.timings.get("llm_done_s") is not None]
+    return round(statistics.mean(done), 2) if done else None
 
 
 async def run_mode(

