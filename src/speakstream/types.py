@@ -163,6 +163,8 @@ class Load:
     """The listener has begun to hear this reply, so its buffer drains in real time."""
     taken_at: float = 0.0
     """When this was taken (``time.perf_counter``)."""
+    others_buffered_s: float | None = None
+    """The least another listener hearing its reply has buffered (None: no other is playing)."""
 
     @property
     def sharing(self) -> bool:
@@ -174,3 +176,9 @@ class Load:
         if self.buffered_s is None or not self.playing:
             return self.buffered_s
         return max(0.0, self.buffered_s - (now - self.taken_at))
+
+    def others_at(self, now: float) -> float | None:
+        """``others_buffered_s`` at ``now``, drained since taken."""
+        if self.others_buffered_s is None:
+            return None
+        return max(0.0, self.others_buffered_s - (now - self.taken_at))

@@ -493,17 +493,25 @@ async def test_a_paused_window_is_not_in_flight(held: tuple[Scheduler, StepEngin
     await asyncio.wait_for(asyncio.gather(taken(hold), taken(first)), 10)
 
 
-async def test_a_window_is_paused_at_most_once(held: tuple[Scheduler, StepEngine, Job]) -> None:
+@pytest.mark.parametrize("beside", [True, False])
+async def test_a_window_is_paused_at_most_once(held: tuple[Scheduler, StepEngine, Job], beside: bool) -> None:
+    """Paused once, a window is not paused again: a reply that comes then opens beside it on the
+    urgent lane (``Priority.beside``), or, without that rule, waits for it to end."""
     scheduler, engine, hold = held
+    scheduler.priority.beside = beside
     await _hold_in_second_window(scheduler, engine)
     b = _submit(scheduler, "b", 0)
     await asyncio.wait_for(anext(b.stream()), 10)
-    c = _submit(scheduler, "c", 0)  # "hold" was paused once in this window: c waits for it to end
-    await asyncio.sleep(0.1)
-    assert "c0:0" not in engine.log and hold.preempted
+    c = _submit(scheduler, "c", 0)
+    if beside:
+        await asyncio.wait_for(_until(lambda: "c0:0" in engine.log), 10)
+    else:
+        await asyncio.sleep(0.1)
+        assert "c0:0" not in engine.log
+    assert hold.preempted and not hold.token.paused  # not paused again
     engine.second_gate.set()
     await asyncio.wait_for(asyncio.gather(taken(hold), taken(b), taken(c)), 10)
-    assert engine.log == ["hold:0", "b0:0", "hold:1", "c0:0", "b0:1", "c0:1"]
+    assert (engine.log.index("c0:0") < engine.log.index("hold:1")) == beside
     assert not hold.preempted
 
 
@@ -590,3 +598,22 @@ async def test_windows_handed_out_together_each_count_the_other() -> None:
         engine.gate.set()
         await asyncio.wait_for(asyncio.gather(*(taken(j) for j in [hold, *later])), 10)
     assert engine.reading["c1"] == engine.reading["d1"] == 2
+
+
+async def test_a_turn_is_handed_the_least_another_playing_listener_has_buffered() -> None:
+    """``Load.others_buffered_s``: the other replies' listeners that are hearing their reply, the
+    least buffered of them; this reply's own listener and unheard replies do not count."""
+    scheduler = Scheduler(FakeEngine(), workers=2, max_queue=16)
+    clocks = {s: PlaybackClock(now=lambda: 10.0) for s in "abc"}
+    clocks["a"].add(2.0)
+    clocks["b"].add(0.7)  # c has made nothing yet: not playing
+    jobs = {s: scheduler.submit(s, f"{s}-r", 1, "Hello.", voice="af_heart", speed=1.0, clock=clocks[s]) for s in "abc"}
+    try:
+        assert scheduler.load(jobs["a"]).others_buffered_s == pytest.approx(0.7)
+        assert scheduler.load(jobs["b"]).others_buffered_s == pytest.approx(2.0)
+        assert scheduler.load(jobs["c"]).others_buffered_s == pytest.approx(0.7)
+        scheduler.cancel("a")
+        scheduler.cancel("c")
+        assert scheduler.load(jobs["b"]).others_buffered_s is None
+    finally:
+        await scheduler.stop()

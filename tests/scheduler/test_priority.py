@@ -114,7 +114,9 @@ def test_a_busy_later_window_is_paused_for_a_first_one_once_and_resumed_after() 
     assert priority.in_flight == 0  # a paused window waits
     priority.resume_paused()
     assert not running.token.paused and not priority.paused
-    assert priority.pick_urgent([first], _first) is None  # paused once in this window: it ends
+    old = Priority(beside=False)
+    old.busy.add(running)
+    assert old.pick_urgent([first], _first) is None  # paused once in this window: it ends
     assert Priority(preempt=False).pick_urgent([first], _first) is None
 
 
@@ -147,3 +149,19 @@ def test_another_client_s_first_window_takes_its_turn_beside_a_listener_running_
 
     assert priority.pick([dry, own_first], polite_turn) is dry
     assert priority.pick([dry, own_first, other_first], polite_turn) is other_first
+
+
+def test_a_first_window_runs_beside_later_windows_that_may_not_be_paused() -> None:
+    """A window paused once is not paused again: a reply arriving then opens on the urgent lane
+    beside it rather than wait for it to end; beside another first window it waits as before."""
+    priority = Priority()
+    running, first = _job("a", 1), _job("b")
+    running.preempted = True  # paused once already
+    priority.busy.add(running)
+    assert priority.pick_urgent([first], _first) is first
+    old = Priority(beside=False)
+    old.busy.add(running)
+    assert old.pick_urgent([first], _first) is None  # it waited for the window to end
+    opening = _job("c")
+    priority.busy = {opening}
+    assert priority.pick_urgent([first], _first) is None  # first windows share the cores already

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 
 from speakstream.engine.base import Engine
 from speakstream.engine.cancel import SynthesisCancelled, WorkClock
@@ -22,7 +22,7 @@ from speakstream.scheduler import priority
 from speakstream.scheduler.admission import Admission
 from speakstream.scheduler.cache import AudioCache
 from speakstream.scheduler.capacity import Capacity, CapacityReading
-from speakstream.scheduler.job import Clock, Job, PlaybackClock
+from speakstream.scheduler.job import Clock, Job, PlaybackClock, clock_now, least_buffered
 from speakstream.scheduler.priority import Priority
 from speakstream.scheduler.turns import Turns
 from speakstream.types import AudioPiece, Load
@@ -43,13 +43,14 @@ class Scheduler:
         preempt: bool = True,
         max_per_client: int = 0,
         on_done: Callable[[Job, AudioPiece | None], None] | None = None,
-        clock: Clock = time.perf_counter,
+        clock: Clock = clock_now,
         cache: AudioCache | None = None,
         max_load: float | None = None,
+        executors: Callable[[int, str], Executor] | None = None,
     ) -> None:
-        """``cache``: where whole chunks' audio is kept and repeats answered (None: no cache);
-        ``max_load``: the share of the measured capacity admitted replies may ask for (None: no
-        admission by capacity)."""
+        """``cache``: where whole chunks' audio is kept and repeats answered (None: none); ``max_load``:
+        the share of the measured capacity admitted replies may ask for (None: no admission by
+        capacity); ``executors(threads, name)``: where turns run (default: thread pools)."""
         self.engine = engine
         self.cache = cache
         self.workers = workers
@@ -65,8 +66,9 @@ class Scheduler:
         self._on_done = on_done
         self._clock = clock
         self._wakeup = asyncio.Event()
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="speakstream-engine")
-        self._urgent_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="speakstream-urgent")
+        pool = executors or _thread_pool
+        self._executor = pool(workers, "speakstream-engine")
+        self._urgent_executor = pool(1, "speakstream-urgent")
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
@@ -114,6 +116,7 @@ class Scheduler:
             buffered_s=None if clock is None else clock.ahead_s(),
             playing=clock is not None and clock.playing,
             taken_at=self._clock(),
+            others_buffered_s=least_buffered(self.turns.jobs(), besides=clock),
         )
 
     async def start(self) -> None:
@@ -198,7 +201,7 @@ class Scheduler:
         finally:
             self.priority.resume_paused()
 
-    async def _run(self, job: Job, executor: ThreadPoolExecutor, lane: set[Job]) -> None:
+    async def _run(self, job: Job, executor: Executor, lane: set[Job]) -> None:
         """One turn of ``job`` in ``executor``; then it goes to the back of the line."""
         job.running = True
         lane.add(job)
@@ -230,7 +233,7 @@ class Scheduler:
             self._answer_cached(job.session_id)
             self._wakeup.set()  # a session skipped while this job ran may be ready now
 
-    async def _turn(self, job: Job, executor: ThreadPoolExecutor) -> AudioPiece | None:
+    async def _turn(self, job: Job, executor: Executor) -> AudioPiece | None:
         """One unit of work: the chunk's text read first when it is not yet (a step of its own, so
         the window after it is planned with the load as it is then), then one piece."""
         loop = asyncio.get_running_loop()
@@ -246,10 +249,6 @@ class Scheduler:
         except BaseException:
             job.failed_s = clock.seconds()  # the engine's time all the same (``on_done``)
             raise
-
-    def _saturated(self) -> bool:
-        """Every lane has work: the turns running and the chunks ready for one reach the lanes."""
-        return self.priority.in_flight + len(self.turns.ready()) >= self.workers
 
     def _handed(self, job: Job, *, planning: bool = True) -> Load:
         """The load ``job``'s turn is handed; a turn alone leaves the chunk out of the capacity."""
@@ -273,7 +272,8 @@ class Scheduler:
                 self.cache.put(job.sound, whole)
             if piece.last and job.beside_others:  # a whole chunk made beside others measures the capacity
                 self.capacity.chunk_done(job.audio_s, job.busy_s)
-            self.capacity.made(piece.duration_s, time.perf_counter(), saturated=self._saturated())
+            busy = self.priority.in_flight + len(self.turns.ready()) >= self.workers  # every lane has work
+            self.capacity.made(piece.duration_s, time.perf_counter(), saturated=busy)
         if error is not None or piece is None or piece.last:
             self.turns.drop(job)
             job.close(error if error is not None else piece)
@@ -297,6 +297,10 @@ def _switched(
         yield
     finally:
         p.first_chunk_priority, p.preempt, admission.capacity = saved
+
+
+def _thread_pool(threads: int, name: str) -> Executor:
+    return ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
 
 
 def _look_up(cache: AudioCache | None, engine: Engine, job: Job) -> None:

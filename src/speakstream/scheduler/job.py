@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
 from speakstream.engine.base import Engine, Stream
@@ -18,6 +18,11 @@ Clock = Callable[[], float]
 """Seconds on a monotonic clock (``time.perf_counter``, or a test's fake)."""
 
 
+def clock_now() -> float:
+    """``time.perf_counter()`` looked up as it is called, so a simulation's virtual clock serves."""
+    return time.perf_counter()
+
+
 @dataclass(slots=True)
 class PlaybackClock:
     """How far a reply's audio is ahead of its listener, who is assumed to play it in real time
@@ -28,7 +33,7 @@ class PlaybackClock:
     started_at: float | None = None
     """When the listener would have started, its waits included (it plays on from there)."""
     audio_s: float = 0.0
-    now: Clock = field(default=time.perf_counter, repr=False)
+    now: Clock = field(default=clock_now, repr=False)
     gaps: int = 0
     """Times the listener ran dry while the server had the text of what came next."""
     gap_s: float = 0.0
@@ -61,6 +66,13 @@ class PlaybackClock:
         return max(0.0, self.audio_s - (self.now() - self.started_at))
 
 
+def least_buffered(jobs: Iterable[Job], *, besides: PlaybackClock | None) -> float | None:
+    """The least any listener hearing its reply has buffered, over ``jobs``' replies other than the
+    one whose clock is ``besides`` (None: no such listener)."""
+    clocks = {id(job.clock): job.clock for job in jobs if job.clock is not None and job.clock is not besides}
+    return min((clock.ahead_s() for clock in clocks.values() if clock.playing), default=None)
+
+
 @dataclass(eq=False)
 class Job:
     """One chunk of one reply, synthesised window by window."""
@@ -76,7 +88,7 @@ class Job:
     """Who asked (an address): turns are shared out per client first."""
     normalized: bool = True
     """The engine normalises the text (false: the client did)."""
-    enqueued_at: float = field(default_factory=time.perf_counter)
+    enqueued_at: float = field(default_factory=clock_now)
     started_at: float | None = None
     token: CancelToken = field(default_factory=CancelToken)
     """Stops the synthesis of this chunk if it is already running."""

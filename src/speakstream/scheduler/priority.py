@@ -11,8 +11,10 @@ or, with ``preempt``, pauses it (ONNX Runtime's terminate flag stops its inferen
 again, whole, once no first window waits) on a lane of its own, when that adds no stall for that
 window's listener while it still hears speech (``worth_pausing``), at most once per
 window so every window ends, and only for the first windows queued when the pause began, so a
-client opening reply after reply cannot keep another's window paused. No other later window
-starts while a first one runs or waits.
+client opening reply after reply cannot keep another's window paused. When no later window may be
+paused, a first window still runs on the urgent lane, beside them (``beside``): waiting for them
+to end left a reply arriving mid-burst without audio for half a second (the simulator's sweep,
+``docs/design.md``). No other later window starts while a first one runs or waits.
 """
 
 from __future__ import annotations
@@ -65,9 +67,11 @@ class Priority:
     """Which windows run now: those on the workers (``busy``), the first windows on the urgent lane,
     and the windows paused for them; and how long a first window takes."""
 
-    def __init__(self, *, first_chunk_priority: bool = True, preempt: bool = True) -> None:
+    def __init__(self, *, first_chunk_priority: bool = True, preempt: bool = True, beside: bool = True) -> None:
         self.first_chunk_priority = first_chunk_priority
         self.preempt = preempt
+        self.beside = beside
+        """A first window runs on the urgent lane beside later windows that may not be paused."""
         self.busy: set[Job] = set()
         """Jobs the workers are running (paused ones included)."""
         self.urgent: set[Job] = set()
@@ -106,15 +110,20 @@ class Priority:
     def pick_urgent(self, ready: list[Job], next_of: NextOf) -> Job | None:
         """A first window that would wait for a later window a worker runs that may be paused for
         it (or already is): with two workers the other may be free, but a first window beside
-        another window runs on a share of the cores, so the later one is paused all the same."""
+        another window runs on a share of the cores, so the later one is paused all the same.
+        With ``beside``, also one that would wait for later windows none of which may be paused."""
         if not (self.preempt and self.first_chunk_priority) or not self.busy or self.urgent:
             return None
-        if not self.paused and not self.pausable():
+        if not self.paused and not self.pausable() and not (self.beside and self._later_only()):
             return None
         firsts = first_windows(ready)
         if self.paused:  # openings that came since the pause wait: a flood of them cannot hold it
             firsts = [job for job in firsts if job.enqueued_at <= self.paused_at]
         return next_of(firsts)
+
+    def _later_only(self) -> bool:
+        """The workers run later windows only (first windows there share the cores already)."""
+        return not any(job.first_window for job in self.busy)
 
     def pausable(self) -> list[Job]:
         return [

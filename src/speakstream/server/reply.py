@@ -75,7 +75,7 @@ class ChunkOut:
 
 @dataclass(slots=True)
 class ReplyStats:
-    started_at: float = field(default_factory=time.perf_counter)
+    started_at: float = field(default_factory=lambda: time.perf_counter())
     first_audio_at: float | None = None
     audio_bytes: int = 0
     duration_s: float = 0.0

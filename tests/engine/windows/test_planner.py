@@ -572,3 +572,21 @@ def test_the_capacity_estimate_is_what_starting_replies_windows_make() -> None:
     assert throughput(policy, speed, 1) == pytest.approx(32 * FRAME_S / (48 * 0.01))
     shared = replace(speed, measured_shared_s=0.015)
     assert throughput(policy, shared, 2) == pytest.approx(2 * 32 * FRAME_S / (48 * 0.015))
+
+
+def test_a_window_holds_a_lane_no_longer_than_another_listener_can_wait() -> None:
+    """Beside another playing listener, a window's budget is at most ``others_share`` of that
+    listener's buffer, whatever its own (and whatever the sustain rule would raise it to): a lane
+    held longer leaves the other listener dry while its next window waits for one."""
+    policy, speed = WindowPolicy(), Speed(0.015, 0.015)
+    load = Load(playing=True, replies=2, in_flight=2, lanes=2)
+    own = frame_budget(policy, Situation(speed, load, 10.0))[0]
+    held, why = frame_budget(policy, Situation(speed, load, 10.0, others_buffered_s=0.9))
+    assert own == 10.0 / 0.015 and held == pytest.approx(0.9 * policy.budget.others_share / 0.015)
+    assert "another listener" in why
+    assert (
+        frame_budget(policy, Situation(speed, load, 0.3, others_buffered_s=9.0))[0]
+        == frame_budget(policy, Situation(speed, load, 0.3))[0]
+    )  # a fuller listener holds nothing back
+    assert Load(others_buffered_s=1.0, taken_at=5.0).others_at(5.4) == pytest.approx(0.6)
+    assert Load().others_at(5.0) is None

@@ -53,6 +53,8 @@ class Situation:
     load: Load
     buffered_s: float | None = None
     """The listener's buffer now (``Load.buffered_at``); None: no listener known."""
+    others_buffered_s: float | None = None
+    """The least another playing listener has buffered now (``Load.others_at``); None: none."""
     running: int = 0
     """Inferences running on the engine now (other replies' windows and fronts)."""
     pair_free: bool = False
@@ -177,7 +179,11 @@ def frame_budget(policy: WindowPolicy, now: Situation) -> tuple[float | None, st
     if policy.budget.sustain:
         kept = sustained(policy, frames, speed * turns)
         if kept != frames:
-            return kept, why + f"; raised to a window that keeps up, {turns:.1f} replies a lane"
+            frames, why = kept, why + f"; raised to a window that keeps up, {turns:.1f} replies a lane"
+    others = now.others_buffered_s
+    if others is not None and others * policy.budget.others_share / speed < frames:
+        frames = others * policy.budget.others_share / speed
+        why += f"; held to {policy.budget.others_share:g} of another listener's {others:.2f} s"
     return frames, why
 
 

@@ -65,6 +65,9 @@ class BudgetPolicy:
     sustain: float = 1.5
     """For a reply alone on a decoder near real time: a window that would cost more than it plays
     is made this many times the window that breaks even (0: sized to the buffer only)."""
+    others_share: float = 0.5
+    """Share of the least buffer another playing listener has that a window's compute may take
+    (before ``share``): a lane held longer leaves that listener dry while it waits for one."""
     growth: float = 2.5
     """With no listener known: each window at most this many times the one before."""
     later_first_frames: int = 160

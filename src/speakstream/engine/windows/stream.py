@@ -70,11 +70,12 @@ class UtteranceWindows:
 
     def situation(self, load: Load, speed: Speed | None = None) -> Situation:
         """What the planner reads now: the measured speed (or ``speed``), ``load``, the engine's cores."""
-        model = self.runner.model
+        model, now = self.runner.model, time.perf_counter()
         return Situation(
             speed=speed or self.runner.speed.reading(),
             load=load,
-            buffered_s=load.buffered_at(time.perf_counter()),
+            buffered_s=load.buffered_at(now),
+            others_buffered_s=load.others_at(now),
             running=model.cores.running,
             pair_free=model.pairs_possible and len(model.decoder.free) >= 2,
             crowded_decoder=model.crowded is not None,

@@ -1,0 +1,45 @@
+"""The virtual clock: sleeps take no wall time, the clocks read it, and a stuck simulation says so."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from speakstream.bench.sim.loop import Deadlock, simulate
+
+
+def test_an_hour_of_timers_passes_at_once_and_the_clocks_read_it() -> None:
+    async def main() -> tuple[float, float, float]:
+        started, monotonic = time.perf_counter(), time.monotonic()
+        await asyncio.sleep(3600)
+        await asyncio.wait_for(asyncio.sleep(1.5), 10)
+        return time.perf_counter() - started, time.monotonic() - monotonic, asyncio.get_running_loop().time()
+
+    real = time.perf_counter
+    spent, monotonic, loop_now = simulate(main())
+    assert spent == pytest.approx(3601.5) and monotonic == pytest.approx(3601.5) and loop_now > 3601.5
+    assert time.perf_counter is real  # the clocks are the machine's again
+
+
+def test_tasks_wake_in_the_order_of_their_timers() -> None:
+    async def main() -> list[str]:
+        woke: list[str] = []
+
+        async def wake(name: str, delay: float) -> None:
+            await asyncio.sleep(delay)
+            woke.append(name)
+
+        await asyncio.gather(wake("late", 2.0), wake("early", 0.5), wake("middle", 1.0))
+        return woke
+
+    assert simulate(main()) == ["early", "middle", "late"]
+
+
+def test_a_simulation_that_waits_for_nothing_that_can_come_is_a_deadlock() -> None:
+    async def main() -> None:
+        await asyncio.Event().wait()
+
+    with pytest.raises(Deadlock):
+        simulate(main())
