@@ -39,9 +39,11 @@ def calibrate_command(args: argparse.Namespace) -> int:
 
 
 def sweep_command(args: argparse.Namespace) -> int:
-    from speakstream.bench.sim.cost import CostModel
+    from speakstream.bench.sim.cost import CostModel, calibration
     from speakstream.bench.sim.sweep import markdown, plot, sweep
 
+    saved = calibration(args.cores)
+    Console(stderr=True).print(f"cost model: {saved if saved.exists() else 'the defaults (2 cores)'}")
     cells = sweep(CostModel.load(args.cores))
     args.out.mkdir(parents=True, exist_ok=True)
     text = markdown(cells)
