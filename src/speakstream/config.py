@@ -76,11 +76,12 @@ class ServerConfig:
     """The share of the engine's measured capacity (audio seconds a second) the admitted replies
     may ask for, a listener asking for one; past it a new reply is refused or waits (``overload``),
     so the admitted ones do not stall. 0: no admission by capacity."""
-    overload: str = "refuse"
-    """A reply past ``max_load``: ``refuse`` (at once, retryable: HTTP 503 with ``Retry-After``, a
-    WebSocket error and close 1013; a load balancer sends it to another replica) or ``queue`` (it
-    waits for room, its first audio delayed, up to ``overload_wait_s``, then is refused)."""
-    overload_wait_s: float = 10.0
+    overload: str = "queue"
+    """A reply past ``max_load``: ``queue`` (it waits for room, its first audio delayed, up to
+    ``overload_wait_s``, then is refused: on a single box a reply ending frees room within a
+    listener's patience) or ``refuse`` (at once, retryable: HTTP 503 with ``Retry-After``, a
+    WebSocket error and close 1013: behind a load balancer, another replica answers sooner)."""
+    overload_wait_s: float = 2.0
     cache_mb: int = 64
     """Audio of whole chunks kept to answer a repeat with no engine time (MB of samples, about
     5.5 minutes of speech at 64; 0: off). Keyed by everything that changes the sound."""
