@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 import pytest
@@ -43,3 +44,21 @@ def test_a_simulation_that_waits_for_nothing_that_can_come_is_a_deadlock() -> No
 
     with pytest.raises(Deadlock):
         simulate(main())
+
+
+def test_a_deadline_closer_than_asyncio_s_clock_resolution_is_reached() -> None:
+    """asyncio runs a timer due within its clock's resolution at once: the virtual clock must move
+    to it, or a loop waiting for a deadline a rounding error away (admission's wait for room)
+    waits at the same instant for ever."""
+
+    async def main() -> int:
+        deadline = time.perf_counter() + 0.1 + 7e-13
+        await asyncio.sleep(0.1)
+        tries, room = 0, asyncio.Event()
+        while (left := deadline - time.perf_counter()) > 0 and tries < 1000:
+            tries += 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(room.wait(), left)
+        return tries
+
+    assert simulate(main()) < 1000

@@ -63,6 +63,16 @@ class VirtualLoop(asyncio.SelectorEventLoop):
     def advance(self, seconds: float) -> None:
         self._now += max(0.0, seconds)
 
+    def _run_once(self) -> None:
+        """asyncio runs the timers due within its clock's resolution without waiting for them:
+        here the clock is moved to the last of them first, or a loop waiting for a deadline that
+        close (a wait for room up to its deadline) would run again and again at the same instant."""
+        horizon = self._now + self._clock_resolution  # type: ignore[attr-defined]
+        timers = self._scheduled  # type: ignore[attr-defined]
+        due = max((t.when() for t in timers if not t.cancelled() and t.when() <= horizon), default=self._now)
+        self._now = max(self._now, due)
+        super()._run_once()  # type: ignore[misc]
+
 
 @contextlib.contextmanager
 def virtual_time(loop: VirtualLoop) -> Iterator[None]:
@@ -76,10 +86,13 @@ def virtual_time(loop: VirtualLoop) -> Iterator[None]:
 
 
 def simulate(main: Coroutine[Any, Any, T]) -> T:
-    """Run ``main`` to the end on a fresh virtual loop, with the clocks pointed at it."""
-    loop = VirtualLoop()
-    try:
+    """Run ``main`` to the end on a fresh virtual loop, with the clocks pointed at it; what it left
+    running is cancelled and awaited before the loop closes (``asyncio.Runner``, as ``asyncio.run``)."""
+    with asyncio.Runner(loop_factory=VirtualLoop) as runner:
+        loop = runner.get_loop()
+        assert isinstance(loop, VirtualLoop)
         with virtual_time(loop):
-            return loop.run_until_complete(main)
-    finally:
-        loop.close()
+            try:
+                return runner.run(main)
+            finally:
+                runner.close()  # inside the virtual clock: the tasks it cancels read it
