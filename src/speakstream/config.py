@@ -133,6 +133,11 @@ class ServerConfig:
             parse_language(language)  # an unknown one is an error at startup, not at the first request
 
     @property
+    def admission_wait_s(self) -> float:
+        """How long a reply past ``max_load`` waits for room (``overload``): 0 when it is refused at once."""
+        return self.overload_wait_s if self.overload == "queue" else 0.0
+
+    @property
     def client_queue_cap(self) -> int:
         """``max_client_queue`` as it applies (0: none); see there."""
         if self.max_client_queue or _loopback(self.host):

@@ -13,6 +13,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
 from typing import Protocol
 
 from speakstream.config import ServerConfig
@@ -86,17 +87,7 @@ class Runtime:
             self.load_error = SpeakstreamError(f"engine failed to load: {exc}", code="engine_load_failed")
             log.exception("engine failed to load")
             return
-        scheduler = Scheduler(
-            engine,
-            workers=self.config.workers or engine.lanes,
-            max_queue=self.config.queue_depth,
-            max_per_client=self.config.client_queue_cap,
-            first_chunk_priority=self.config.first_chunk_priority,
-            preempt=self.config.preempt,
-            on_done=self._on_piece,
-            cache=AudioCache(self.config.cache_mb << 20) if self.config.cache_mb > 0 else None,
-            max_load=self.config.max_load or None,
-        )
+        scheduler = scheduler_for(engine, self.config, on_done=self._on_piece)
         await scheduler.start()
         if scheduler.cache is not None:
             self.metrics.watch_cache(scheduler.cache.stats)
@@ -181,7 +172,7 @@ class Runtime:
             max_text_chars=self.config.max_text_chars,
             max_audio_s=self.config.max_audio_s,
             client=client,
-            admission_wait_s=self.config.overload_wait_s if self.config.overload == "queue" else 0.0,
+            admission_wait_s=self.config.admission_wait_s,
             trace=self.tracing.reply(request_id, route or session_id.split("-")[0], headers),
         )
 
@@ -227,3 +218,26 @@ class Runtime:
             self.metrics.gap_seconds.inc(job.gap_s)
         if self.scheduler is not None:
             self.metrics.queued_chunks.set(self.scheduler.queued)
+
+
+def scheduler_for(
+    engine: Engine,
+    config: ServerConfig,
+    *,
+    on_done: Callable[[Job, AudioPiece | None], None] | None = None,
+    executors: Callable[[int, str], Executor] | None = None,
+) -> Scheduler:
+    """The scheduler a server with ``config`` runs ``engine`` with (the simulator makes the same,
+    with its ``executors``)."""
+    return Scheduler(
+        engine,
+        workers=config.workers or engine.lanes,
+        max_queue=config.queue_depth,
+        max_per_client=config.client_queue_cap,
+        first_chunk_priority=config.first_chunk_priority,
+        preempt=config.preempt,
+        on_done=on_done,
+        cache=AudioCache(config.cache_mb << 20) if config.cache_mb > 0 else None,
+        max_load=config.max_load or None,
+        executors=executors,
+    )

@@ -9,7 +9,8 @@ import random
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from concurrent.futures import Executor
+from dataclasses import dataclass, field, replace
 
 from speakstream.bench.player import Playback, play
 from speakstream.bench.sim.cost import CostModel
@@ -21,6 +22,7 @@ from speakstream.engine.base import Engine
 from speakstream.engine.windows.policy import WindowPolicy
 from speakstream.errors import Overloaded
 from speakstream.scheduler import Scheduler
+from speakstream.server import runtime
 from speakstream.server.reading import ReplySettings
 from speakstream.server.reply import Reply
 from speakstream.types import SAMPLE_RATE
@@ -98,15 +100,15 @@ async def speak(scheduler: Scheduler, config: ServerConfig, burst: Burst, i: int
     """Session ``i``: waits ``start_s``, then speaks the burst's text and plays what comes."""
     await asyncio.sleep(start_s)
     sent = time.perf_counter()
-    wait_s = config.overload_wait_s if config.overload == "queue" else 0.0
     reply = Reply(
         scheduler,
         session_id=f"s{i}",
         request_id=f"r{i}",
         settings=ReplySettings(format="pcm"),
+        policy=config.policy,
         lookahead=config.lookahead,
         client=f"c{i}",
-        admission_wait_s=wait_s,
+        admission_wait_s=config.admission_wait_s,
     )
     feeder = asyncio.create_task(_feed(reply, burst))
     arrivals: list[tuple[float, float]] = []
@@ -139,18 +141,12 @@ async def drive(scheduler: Scheduler, config: ServerConfig, burst: Burst) -> Bur
     return BurstResult(burst, tuple(heard))
 
 
-def scheduler_for(engine: Engine, config: ServerConfig, executors: Callable[..., object] | None = None) -> Scheduler:
-    """The scheduler a server with ``config`` makes for ``engine`` (``Runtime`` does the same)."""
-    return Scheduler(
-        engine,
-        workers=config.workers or engine.lanes,
-        max_queue=config.queue_depth,
-        max_per_client=config.client_queue_cap,
-        first_chunk_priority=config.first_chunk_priority,
-        preempt=config.preempt,
-        max_load=config.max_load or None,
-        executors=executors,  # type: ignore[arg-type]
-    )
+def scheduler_for(
+    engine: Engine, config: ServerConfig, executors: Callable[[int, str], Executor] | None = None
+) -> Scheduler:
+    """The server's scheduler for ``config`` (``runtime.scheduler_for``) with its audio cache off:
+    every session speaks the same text, and real replies rarely repeat whole chunks."""
+    return runtime.scheduler_for(engine, replace(config, cache_mb=0), executors=executors)
 
 
 def simulate_burst(
