@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from speakstream.bench.asr import Recognizer, error_rate
+from speakstream.bench.asr import Recognizer, error_rate, wer
 
 DATA = Path(__file__).parent / "data"
 
@@ -31,3 +31,9 @@ def test_no_sentence_made_up_over_a_near_silent_tail(multilingual_asr: Recognize
     heard = multilingual_asr.transcribe(samples, 16_000, "zh").text
     assert "这些" not in heard
     assert error_rate([("感谢您的耐心等待，我找到了您的预订。", heard)], "zh") <= 0.15, heard
+
+
+def test_wer_reads_the_ways_whisper_writes_a_time_of_day_as_one() -> None:
+    assert wer("with rain after 3 p.m. If you go", "with rain after 3pm. if you go") == 0.0
+    assert wer("at 10:15 a.m. at the clinic", "at 10.15 am at the clinic") == 0.0
+    assert wer("the map. Mine", "the map, mine") == 0.0

@@ -1,6 +1,7 @@
+import numpy as np
 import pytest
 
-from speakstream.bench.player import pcm_arrivals, play
+from speakstream.bench.player import heard, pcm_arrivals, play
 from speakstream.bench.stats import ratio, summary
 
 
@@ -20,6 +21,14 @@ def test_gaps_are_counted_when_the_buffer_runs_dry() -> None:
 
 def test_tiny_jitter_is_not_audible() -> None:
     assert play([(0.0, 1.0), (1.01, 1.0)], sent_at=0.0).gaps == ()
+
+
+def test_what_is_heard_has_silence_where_the_buffer_ran_dry() -> None:
+    one = np.ones(24_000, np.float32)
+    audio = heard([(1.0, one), (2.5, one), (3.0, one[:12_000])])
+    assert len(audio) == 24_000 + 12_000 + 24_000 + 12_000  # the last piece came before the buffer ran dry
+    assert not audio[24_000:36_000].any() and audio[36_000:].all()
+    assert len(heard([])) == 0
 
 
 def test_pcm_arrivals() -> None:

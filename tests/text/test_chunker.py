@@ -126,16 +126,14 @@ def test_long_clauses_break_before_a_conjunction() -> None:
     ]
 
 
-def test_first_chunk_may_end_before_a_phrase() -> None:
-    assert chunk_text("Let me walk you through the three options. Next one.")[:2] == [
+def test_first_chunk_may_end_before_a_phrase_when_asked() -> None:
+    on = ChunkPolicy(first_phrase_words=5)
+    assert chunk_text("Let me walk you through the three options. Next one.", on)[:2] == [
         "Let me walk you through",
         "the three options.",
     ]
-    off = ChunkPolicy(first_phrase_words=0)
-    assert chunk_text("Let me walk you through the three options.", off) == [
-        "Let me walk you through the three options."
-    ]
-    assert chunk_text("Let me then go on and on.")[0] == "Let me then go on"  # "then" is not "the"
+    assert chunk_text("Let me walk you through the three options.") == ["Let me walk you through the three options."]
+    assert chunk_text("Let me then go on and on.", on)[0] == "Let me then go on"  # "then" is not "the"
 
 
 def test_no_phrase_cut_inside_a_quotation() -> None:

@@ -152,12 +152,15 @@ _UNITS = {
 _TENS = {w: 10 * i for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()) if i > 1}
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
 _SEPARATOR = re.compile(r"(?<=\d)[:.,](?=\d)")
+_MERIDIEM = re.compile(r"\b([ap])\.\s?m\.|(?<=\d)([ap])m\b")
+""""p.m.", "p. m." and the "pm" of "3pm": Whisper writes either for the same speech."""
 
 
 def normalize_words(text: str) -> list[str]:
     """Lower case, punctuation dropped, numbers as digits (spelled or not, with or without
     separators: "forty" == "40", "9:40" == "9.40" == "940"): what WER compares."""
     text = _SEPARATOR.sub("", text.lower()).replace("%", " percent").replace("&", " and ")
+    text = _MERIDIEM.sub(lambda m: f" {m.group(1) or m.group(2)}m", text)
     words = [w.strip("'") for w in _PUNCT.sub(" ", text.replace("-", " ")).split() if w.strip("'")]
     return _numbers_as_digits(words)
 

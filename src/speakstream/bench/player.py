@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+from numpy.typing import NDArray
+
 AUDIBLE_GAP_S = 0.02
 
 
@@ -58,3 +61,17 @@ def play(arrivals: Sequence[tuple[float, float]], sent_at: float) -> Playback:
 def pcm_arrivals(times: Sequence[tuple[float, int]], sample_rate: int = 24_000) -> list[tuple[float, float]]:
     """(arrival time, bytes) of s16le mono frames -> (arrival time, seconds)."""
     return [(t, size / 2 / sample_rate) for t, size in times]
+
+
+def heard(pieces: Sequence[tuple[float, NDArray[np.float32]]], sample_rate: int = 24_000) -> NDArray[np.float32]:
+    """What the listener hears from (arrival time, samples) pieces in order: the audio, with
+    silence wherever the buffer ran dry (``play``'s gaps, at their places)."""
+    out: list[NDArray[np.float32]] = []
+    buffer_ends = pieces[0][0] if pieces else 0.0
+    for arrived, samples in pieces:
+        if arrived > buffer_ends:
+            out.append(np.zeros(round((arrived - buffer_ends) * sample_rate), np.float32))
+            buffer_ends = arrived
+        out.append(samples)
+        buffer_ends += len(samples) / sample_rate
+    return np.concatenate(out) if out else np.zeros(0, np.float32)

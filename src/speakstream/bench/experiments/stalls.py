@@ -26,8 +26,8 @@ from speakstream.text import ChunkPolicy
 NAME = "stalls"
 TITLE = "Stalls: a long reply through a simulated real-time player"
 POLICIES = {
-    f"default: clause or phrase first, soft limits {'/'.join(map(str, ChunkPolicy().schedule))}": ChunkPolicy(),
-    "no phrase cut (clause first only)": ChunkPolicy(first_phrase_words=0),
+    f"default: clause first, soft limits {'/'.join(map(str, ChunkPolicy().schedule))}": ChunkPolicy(),
+    "phrase cut too (after 5 words)": ChunkPolicy(first_phrase_words=5),
     "shorter schedule 80/160": ChunkPolicy(schedule=(80, 160)),
     "no schedule": ChunkPolicy(schedule=()),
     "whole sentences only": ChunkPolicy(first_clause=False, schedule=()),

@@ -22,7 +22,7 @@ class EdgePolicy:
     """A 10 ms frame within this of the loudest carries speech."""
     lead_s: float = 0.02
     """Kept before the first frame that carries speech."""
-    sentence_tail_s: float = 0.22
+    sentence_tail_s: float = 0.4
     """Kept after the speech of a chunk that ends a sentence ..."""
     clause_tail_s: float = 0.12
     """... a clause ..."""
