@@ -56,6 +56,12 @@ def test_a_pitch_step_across_a_join_is_read_in_semitones() -> None:
     assert join.whole_pitch_step == pytest.approx(3.0, abs=0.3)
 
 
+def test_a_step_over_an_octave_is_folded_into_one_as_pyins_octave_errors_are() -> None:
+    streamed, whole = _pair(0.2, 0.2, hz_after=200.0 * 2 ** (15 / 12))
+    (join,) = sound.joins(streamed, whole)
+    assert join.pitch_step == pytest.approx(3.0, abs=0.3)
+
+
 def test_a_chunk_at_half_the_amplitude_is_6_db_under_the_whole() -> None:
     streamed, whole = _pair(0.2, 0.2, amplitude=0.15)
     levels = sound.chunk_levels(streamed, whole)

@@ -18,10 +18,13 @@ FRAME_S = 0.01
 SILENCE_DB = 40.0
 """A 10 ms frame is silent when its RMS is this far under the reply's loud frames (their 95th
 percentile): Kokoro's pauses sit 50-70 dB under its speech, a stop consonant's closure 20-35."""
-PITCH_S = 0.2
-"""The pitch either side of a join: the median F0 of the voiced frames within this of its silence."""
-PITCH_CONTEXT_S = 0.5
-"""Audio on each side of a join that the pitch tracker reads (pYIN's voicing needs context)."""
+PITCH_REACH_S = 0.6
+"""The pitch either side of a join is read from the voiced frames within this of its silence ..."""
+PITCH_FRAMES = 10
+"""... the last (before) or first (after) this many of them, 10 ms each: a word's final sound is
+often unvoiced (the "s" of "options"), so the last voiced stretch is its final vowel."""
+PITCH_CONTEXT_S = 0.3
+"""Audio read beyond that on each side (pYIN's voicing needs context)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,24 +90,25 @@ def loudness_lufs(samples: NDArray[np.float32], sample_rate: int, start_s: float
 
 
 def pitch_step(samples: NDArray[np.float32], sample_rate: int, start_s: float, end_s: float) -> float | None:
-    """Semitones from the voiced frames ending within ``PITCH_S`` before ``start_s`` to those
-    starting within ``PITCH_S`` after ``end_s`` (median F0 of each, librosa's pYIN at 16 kHz);
-    None when either side has no voiced frame."""
+    """Semitones from the last voiced frames before ``start_s`` to the first voiced frames after
+    ``end_s`` (median F0 of each, librosa's pYIN at 16 kHz), folded into one octave either way
+    (pYIN's octave errors read as 12-19 semitone steps); None when either side has none."""
     import librosa
     import soxr
 
-    lo = max(0.0, start_s - PITCH_S - PITCH_CONTEXT_S)
-    piece = samples[int(lo * sample_rate) : int((end_s + PITCH_S + PITCH_CONTEXT_S) * sample_rate)]
+    lo = max(0.0, start_s - PITCH_REACH_S - PITCH_CONTEXT_S)
+    piece = samples[int(lo * sample_rate) : int((end_s + PITCH_REACH_S + PITCH_CONTEXT_S) * sample_rate)]
     audio = soxr.resample(piece, sample_rate, 16_000).astype(np.float32)
     if len(audio) < 1024:
         return None
     f0, voiced, _ = librosa.pyin(audio, fmin=60, fmax=500, sr=16_000, frame_length=1024, hop_length=160)
-    times = lo + np.arange(len(f0)) * 0.01
-    sides = [(times >= start_s - PITCH_S) & (times < start_s), (times >= end_s) & (times < end_s + PITCH_S)]
-    hz = [f0[side & voiced & np.isfinite(f0)] for side in sides]
-    if not all(len(h) for h in hz):
+    times, usable = lo + np.arange(len(f0)) * 0.01, voiced & np.isfinite(f0)
+    before = f0[usable & (times >= start_s - PITCH_REACH_S) & (times < start_s)][-PITCH_FRAMES:]
+    after = f0[usable & (times >= end_s) & (times < end_s + PITCH_REACH_S)][:PITCH_FRAMES]
+    if not len(before) or not len(after):
         return None
-    return float(12 * np.log2(np.median(hz[1]) / np.median(hz[0])))
+    step = float(12 * np.log2(np.median(after) / np.median(before)))
+    return step - 12 * round(step / 12)
 
 
 def _norm(word: str) -> str:

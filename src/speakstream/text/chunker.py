@@ -52,8 +52,8 @@ class ChunkPolicy:
     first_phrase_words: int = 0
     """Words the first chunk needs before it may end before a phrase-starting word (the, to,
     at...) that follows a plain word (not "p.m." or "5"), when no clause mark came first;
-    0 (the default) turns phrase cuts off: a phrase said alone is louder and pitched apart from
-    the rest of its sentence, with a pause where none belongs (``docs/design.md``, Sound)."""
+    0 (the default) turns phrase cuts off: a phrase said alone is several dB apart from the rest
+    of its sentence, with a pause where none belongs (``docs/design.md``, Sound)."""
     min_chunk_chars: int = 16
     """Later sentences shorter than this wait to be merged with the next one."""
     max_chunk_chars: int = 280
