@@ -88,7 +88,8 @@ def test_edge_silence_is_trimmed(kokoro: KokoroEngine) -> None:
     chunk = kokoro.synthesize("Hello there.", voice="af_heart")
     loud = np.flatnonzero(np.abs(chunk.samples) > 0.02)
     assert loud[0] / SAMPLE_RATE < 0.08  # speech starts within the lead pad
-    assert (len(chunk.samples) - loud[-1]) / SAMPLE_RATE < 0.4  # and the tail is a short pause
+    tail = kokoro.edges.sentence_tail_s
+    assert (len(chunk.samples) - loud[-1]) / SAMPLE_RATE < tail + 0.08  # and the tail is the sentence's pause
     assert abs(chunk.samples[0]) < 0.01 and abs(chunk.samples[-1]) < 0.01  # faded: no click at a join
 
 
@@ -543,8 +544,10 @@ def test_a_long_window_alone_is_decoded_as_two_halves_at_once_and_says_the_same(
     assert max(sizes) > longest  # two halves of up to the largest window each
     assert max(round(len(p.samples) / FRAME_SAMPLES) for p in single) <= longest
     # the halves run on narrow copies, the single window on the prepacked wide one: the end's
-    # silence trim may fall one 10 ms step apart (451,680 against 451,440 samples measured)
-    assert abs(sum(len(p.samples) for p in paired) - sum(len(p.samples) for p in single)) <= 480
+    # silence trim reads the last frame within -42 dB of the loudest, which their numerics may move
+    # a few 10 ms frames (240 samples apart at a 0.22 s sentence tail; 840 at 0.4 s, where the tail
+    # may reach the durations' end in one and not the other)
+    assert abs(sum(len(p.samples) for p in paired) - sum(len(p.samples) for p in single)) <= 0.05 * SAMPLE_RATE
     assert runner.model.cores.running == 0 and len(runner.model.decoder.free) == 2
     heard = asr.transcribe(np.concatenate([p.samples for p in paired]), SAMPLE_RATE).text
     assert corpus_wer([(text, heard)]) <= 0.05

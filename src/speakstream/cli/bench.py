@@ -11,8 +11,8 @@ from typing import Any
 from rich.console import Console
 
 EXPERIMENT_NAMES = (
-    "engine streaming precision accuracy languages text isolated agent stalls formats cache concurrency loaded"
-    " peers dialects"
+    "engine streaming precision accuracy languages text isolated agent stalls sound formats cache"
+    " concurrency loaded peers dialects"
 ).split()
 """``bench.experiments.EXPERIMENTS``' names, in their order (that module takes seconds to import)."""
 

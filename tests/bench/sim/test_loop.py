@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 
 import pytest
@@ -62,3 +63,43 @@ def test_a_deadline_closer_than_asyncio_s_clock_resolution_is_reached() -> None:
         return tries
 
     assert simulate(main()) < 1000
+
+
+def test_a_simulation_that_polls_for_ever_stops_at_its_horizon() -> None:
+    """A paused inference that is never resumed polls instead of blocking: no ``Deadlock`` from the
+    selector, so the horizon ends it."""
+
+    async def main() -> None:
+        while True:
+            await asyncio.sleep(0.002)
+
+    with pytest.raises(Deadlock, match="60 virtual seconds"):
+        simulate(main(), horizon_s=60)
+
+
+def test_other_threads_keep_the_machine_s_clock_during_a_simulation() -> None:
+    """Threads that earlier tests left running (a server's, an engine's) must not read virtual
+    time: a server's loop would sleep for ever, or a deadline pass at once."""
+    readings: list[float] = []
+    asked, answered = threading.Event(), threading.Event()
+
+    def other() -> None:
+        asked.wait(10)
+        readings.append(time.monotonic())
+        answered.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+
+    async def main() -> float:
+        await asyncio.sleep(3600)
+        asked.set()
+        answered.wait(10)
+        return time.monotonic()
+
+    before = time.monotonic()
+    try:
+        virtual = simulate(main())
+    finally:
+        thread.join()
+    assert virtual == pytest.approx(4600.0) and before <= readings[0] <= time.monotonic()

@@ -1,7 +1,8 @@
 """An asyncio event loop on a virtual clock: when nothing is ready to run, time jumps to the next
 timer instead of waiting for it, so minutes of a burst simulate in milliseconds, the same way
-every run. ``virtual_time`` points ``time.perf_counter`` and ``time.monotonic`` at it, so code
-that reads the clock (the scheduler, admission, the playback clocks) reads the simulated one.
+every run. ``virtual_time`` points ``time.perf_counter`` and ``time.monotonic`` at it for the
+simulation's own thread, so code that reads the clock (the scheduler, admission, the playback
+clocks) reads the simulated one while every other thread of the process keeps the machine's.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import selectors
+import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from typing import Any, TypeVar
@@ -16,6 +18,9 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 START_S = 1000.0
 """Where virtual time starts (any positive reading)."""
+HORIZON_S = 4 * 3600.0
+"""The most virtual time a simulation may take: past it, something waits for ever by polling (a
+paused inference never resumed), which a blocking wait would have shown as a ``Deadlock``."""
 
 
 class Deadlock(RuntimeError):
@@ -53,8 +58,8 @@ class _Selector(selectors.BaseSelector):
 class VirtualLoop(asyncio.SelectorEventLoop):
     """A selector event loop whose ``time()`` is virtual and advances only when it idles."""
 
-    def __init__(self) -> None:
-        self._now = START_S
+    def __init__(self, horizon_s: float = HORIZON_S) -> None:
+        self._now, self._horizon = START_S, START_S + horizon_s
         super().__init__(_Selector(selectors.DefaultSelector(), self.advance))
 
     def time(self) -> float:
@@ -62,6 +67,8 @@ class VirtualLoop(asyncio.SelectorEventLoop):
 
     def advance(self, seconds: float) -> None:
         self._now += max(0.0, seconds)
+        if self._now > self._horizon:
+            raise Deadlock(f"the simulation ran past {self._horizon - START_S:g} virtual seconds")
 
     def _run_once(self) -> None:
         """asyncio runs the timers due within its clock's resolution without waiting for them:
@@ -76,19 +83,27 @@ class VirtualLoop(asyncio.SelectorEventLoop):
 
 @contextlib.contextmanager
 def virtual_time(loop: VirtualLoop) -> Iterator[None]:
-    """``time.perf_counter`` and ``time.monotonic`` read ``loop``'s clock inside the block."""
+    """``time.perf_counter`` and ``time.monotonic`` read ``loop``'s clock inside the block, in
+    this thread only: threads that earlier work left running (a server, an engine's) keep the
+    machine's clock."""
     saved = time.perf_counter, time.monotonic
-    time.perf_counter = time.monotonic = loop.time
+    owner = threading.get_ident()
+
+    def clock(real: Callable[[], float]) -> Callable[[], float]:
+        return lambda: loop.time() if threading.get_ident() == owner else real()
+
+    time.perf_counter, time.monotonic = clock(saved[0]), clock(saved[1])
     try:
         yield
     finally:
         time.perf_counter, time.monotonic = saved
 
 
-def simulate(main: Coroutine[Any, Any, T]) -> T:
-    """Run ``main`` to the end on a fresh virtual loop, with the clocks pointed at it; what it left
-    running is cancelled and awaited before the loop closes (``asyncio.Runner``, as ``asyncio.run``)."""
-    with asyncio.Runner(loop_factory=VirtualLoop) as runner:
+def simulate(main: Coroutine[Any, Any, T], horizon_s: float = HORIZON_S) -> T:
+    """Run ``main`` to the end on a fresh virtual loop, with the clocks pointed at it, or raise
+    ``Deadlock`` past ``horizon_s`` virtual seconds; what it left running is cancelled and awaited
+    before the loop closes (``asyncio.Runner``, as ``asyncio.run``)."""
+    with asyncio.Runner(loop_factory=lambda: VirtualLoop(horizon_s)) as runner:
         loop = runner.get_loop()
         assert isinstance(loop, VirtualLoop)
         with virtual_time(loop):
