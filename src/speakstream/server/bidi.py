@@ -72,7 +72,8 @@ class BidiSession:
         self.config = runtime.config
         self.id = runtime.new_id("sess")
         self.state = SessionState.CONNECTING
-        self.defaults = Options(voice=self.config.voice, speed=self.config.speed, format=self.config.format)
+        self.defaults = runtime.defaults
+        """The server's defaults, then what the session's ``configure`` messages set over them."""
         self._outbox = Outbox(maxsize=64)
         self._pending: deque[Reply] = deque()
         self._request_ready = asyncio.Event()

@@ -23,14 +23,13 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Message, Send
 
-from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput, SpeakstreamError, UnsupportedMediaType
 from speakstream.protocol import Options, sse_event
 from speakstream.scheduler import Scheduler
-from speakstream.server.reading import check_readable
 from speakstream.server.reply import ChunkOut, Reply
 from speakstream.server.runtime import Runtime
-from speakstream.server.security import TOKEN_TTL_S, client_of, issue_token
+from speakstream.server.security import TOKEN_TTL_S, issue_token
+from speakstream.server.speech import SpeechRequest, body_limit, open_reply
 
 log = logging.getLogger("speakstream.http")
 
@@ -195,11 +194,9 @@ async def json_body(request: Request, limit: int) -> dict[str, Any]:
 async def invocations(request: Request) -> Response:
     runtime = runtime_of(request)
     try:
-        reply = await _invocation_reply(request, runtime)
-        await reply.admitted()
+        reply = await open_reply(runtime, request, await _invocation(request, runtime))
     except SpeakstreamError as exc:
         return error_response(exc, runtime)
-    runtime.metrics.requests.labels("http").inc()
     headers = {"X-Request-Id": reply.request_id, "Cache-Control": "no-store", **trace_header(reply)}
     if "text/event-stream" in request.headers.get("accept", ""):
         return streaming(sse_stream(reply, runtime), runtime, media_type="text/event-stream", headers=headers)
@@ -207,10 +204,10 @@ async def invocations(request: Request) -> Response:
     return await audio_response(reply, runtime, "http", media_type=reply.fmt.mime_type, headers=headers)
 
 
-async def _invocation_reply(request: Request, runtime: Runtime) -> Reply:
-    limit = runtime.config.max_text_chars * 4 + 4096
-    content_type = request.headers.get("content-type", "")
-    if "application/json" in content_type:
+async def _invocation(request: Request, runtime: Runtime) -> SpeechRequest:
+    """JSON, or plain text with the options as query parameters."""
+    limit = body_limit(runtime)
+    if "application/json" in request.headers.get("content-type", ""):
         data = await json_body(request, limit)
     else:
         raw = await read_body(request, limit)
@@ -219,21 +216,8 @@ async def _invocation_reply(request: Request, runtime: Runtime) -> Reply:
         except UnicodeDecodeError as exc:
             raise InvalidInput("body is not valid UTF-8 text", code="invalid_utf8") from exc
         data = {**request.query_params, "text": text}
-    text = check_text(data.get("text"))
-    if len(text) > runtime.config.max_text_chars:
-        raise InvalidInput(f"text is over the {runtime.config.max_text_chars}-character limit", code="text_too_long")
-    settings = runtime.settings(Options.parse(data, strings=True))
-    check_readable(runtime.require_scheduler(), settings, text)
-    reply = runtime.reply(
-        runtime.new_id("http"),
-        _request_id(data),
-        settings,
-        client_of(request.scope),
-        route="http",
-        headers=request.headers,
-    )
-    await reply.speak(text)
-    return reply
+    options = Options.parse(data, strings=True)
+    return SpeechRequest(data.get("text"), options, "http", request_id=_request_id(data))
 
 
 def trace_header(reply: Reply) -> dict[str, str]:

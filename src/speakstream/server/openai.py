@@ -11,12 +11,12 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import AsyncGenerator
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from speakstream.data import language_samples
-from speakstream.engine.base import check_text
 from speakstream.engine.voices import VOICE_ALIASES, by_language
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import Options, sse_event
@@ -29,35 +29,30 @@ from speakstream.server.http import (
     streaming,
     trace_header,
 )
-from speakstream.server.reading import check_readable
 from speakstream.server.reply import Reply
 from speakstream.server.runtime import Runtime
-from speakstream.server.security import client_of
+from speakstream.server.speech import SpeechRequest, body_limit, open_reply
 
 OPENAI_FORMATS = {"mp3": "mp3", "opus": "opus", "aac": "adts", "flac": "flac", "wav": "wav", "pcm": "pcm"}
 MODELS = ("kokoro", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
-MAX_INPUT = 4096
 
 
 async def speech(request: Request) -> Response:
     runtime = runtime_of(request)
     try:
-        reply, stream_format = await _speech_reply(request, runtime)
-        await reply.admitted()
+        data = await json_body(request, body_limit(runtime))
+        stream_format = _stream_format(data)
+        reply = await open_reply(runtime, request, _speech(data))
     except SpeakstreamError as exc:
         return error_response(exc, runtime)
-    runtime.metrics.requests.labels("openai").inc()
     headers = {"X-Request-Id": reply.request_id, **trace_header(reply)}
     if stream_format == "sse":
         return streaming(_sse(reply, runtime), runtime, media_type="text/event-stream", headers=headers)
     return await audio_response(reply, runtime, "openai", media_type=reply.fmt.mime_type, headers=headers)
 
 
-async def _speech_reply(request: Request, runtime: Runtime) -> tuple[Reply, str]:
-    data = await json_body(request, max(MAX_INPUT, runtime.config.max_text_chars) * 4 + 4096)
-    text = check_text(data.get("input"))
-    if len(text) > max(MAX_INPUT, runtime.config.max_text_chars):
-        raise InvalidInput("input is too long", code="text_too_long")
+def _speech(data: dict[str, Any]) -> SpeechRequest:
+    """OpenAI's body in our terms: its voice names and formats mapped, our extra fields read."""
     voice = data.get("voice", "alloy")
     if isinstance(voice, dict):  # newer SDKs allow {"id": ...}
         voice = voice.get("id")
@@ -66,9 +61,6 @@ async def _speech_reply(request: Request, runtime: Runtime) -> tuple[Reply, str]
     response_format = data.get("response_format", "mp3")
     if not isinstance(response_format, str) or response_format not in OPENAI_FORMATS:
         raise InvalidInput(f"response_format must be one of {', '.join(OPENAI_FORMATS)}", code="invalid_format")
-    stream_format = data.get("stream_format", "audio")
-    if not isinstance(stream_format, str) or stream_format not in ("audio", "sse"):
-        raise InvalidInput("stream_format must be 'audio' or 'sse'", code="invalid_stream_format")
     options = {
         "voice": voice,
         "speed": data.get("speed"),
@@ -78,13 +70,14 @@ async def _speech_reply(request: Request, runtime: Runtime) -> tuple[Reply, str]
         "text_type": data.get("text_type"),
         "normalize": data.get("normalize"),
     }
-    settings = runtime.settings(Options.parse(options))
-    check_readable(runtime.require_scheduler(), settings, text)
-    reply = runtime.reply(
-        runtime.new_id("openai"), None, settings, client_of(request.scope), route="openai", headers=request.headers
-    )
-    await reply.speak(text)
-    return reply, stream_format
+    return SpeechRequest(data.get("input"), Options.parse(options), "openai")
+
+
+def _stream_format(data: dict[str, Any]) -> str:
+    stream_format = data.get("stream_format", "audio")
+    if not isinstance(stream_format, str) or stream_format not in ("audio", "sse"):
+        raise InvalidInput("stream_format must be 'audio' or 'sse'", code="invalid_stream_format")
+    return stream_format
 
 
 async def _sse(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, None]:

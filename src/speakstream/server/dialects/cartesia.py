@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from dataclasses import replace
 from typing import Any
 
 from starlette.requests import Request
@@ -30,15 +29,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput, ProtocolError, SpeakstreamError
 from speakstream.protocol import Locator, Options, locators
 from speakstream.server.contexts import Context, ContextSocket
 from speakstream.server.dialects.alignment import chunk_words, words_of
 from speakstream.server.http import audio_response, json_body, runtime_of, sse_parts
-from speakstream.server.reading import check_readable
 from speakstream.server.reply import ChunkOut
 from speakstream.server.security import client_of
+from speakstream.server.speech import SpeechRequest, body_limit, open_reply
 
 ENCODINGS = {"pcm_s16le": "pcm", "pcm_f32le": "f32", "pcm_mulaw": "mulaw"}
 DEFAULT_BUFFER_DELAY_MS = 3000
@@ -225,26 +223,14 @@ async def bytes_endpoint(request: Request) -> Response:
     ``cartesia.TTS.synthesize`` calls); containers ``raw``, ``wav`` and ``mp3``."""
     runtime = runtime_of(request)
     try:
-        data = await json_body(request, runtime.config.max_text_chars * 4 + 4096)
-        text = check_text(data.get("transcript"))
+        data = await json_body(request, body_limit(runtime))
         options, bitrate = _options(data, runtime.config.mapped_voice, http=True)
-        settings = replace(runtime.settings(options), bitrate=bitrate)
-        check_readable(runtime.require_scheduler(), settings, text)
-        reply = runtime.reply(
-            runtime.new_id("cartesia"),
-            None,
-            settings,
-            client_of(request.scope),
-            route="cartesia",
-            headers=request.headers,
-        )
-        await reply.speak(text)
-        await reply.admitted()
+        speech = SpeechRequest(data.get("transcript"), options, "cartesia", bitrate=bitrate)
+        reply = await open_reply(runtime, request, speech)
     except SpeakstreamError as exc:
         runtime.error(exc)
         body = {"error": exc.message, "error_code": exc.code, "title": exc.code.replace("_", " ")}
         return JSONResponse(body, status_code=exc.http_status, headers={"Retry-After": "1"} if exc.retryable else None)
-    runtime.metrics.requests.labels("cartesia").inc()
     return await audio_response(reply, runtime, "cartesia", media_type=reply.fmt.mime_type)
 
 

@@ -38,16 +38,16 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput, ProtocolError, SpeakstreamError
 from speakstream.protocol import Options, locators
 from speakstream.server.contexts import ChunkTracker, Context, ContextSocket
 from speakstream.server.dialects.alignment import CharTimes, SourceAlignment, chunk_char_times
 from speakstream.server.http import audio_response, error_response, json_body, runtime_of, sse_parts, streaming
-from speakstream.server.reading import check_readable, validate
+from speakstream.server.reading import validate
 from speakstream.server.reply import ChunkOut, Reply
 from speakstream.server.runtime import Runtime
 from speakstream.server.security import client_of
+from speakstream.server.speech import SpeechRequest, body_limit, open_reply
 
 DEFAULT_FORMAT = "mp3_44100_128"
 DEFAULT_INACTIVITY_S = 20.0
@@ -247,17 +247,13 @@ async def speech_with_timestamps(request: Request) -> Response:
 async def _admitted(request: Request, runtime: Runtime) -> Reply | Response:
     """The request's reply, admitted at the scheduler, or the error response."""
     try:
-        reply = await _reply(request, runtime)
-        await reply.admitted()
+        data = await json_body(request, body_limit(runtime))
+        return await open_reply(runtime, request, _speech(request, data, runtime))
     except SpeakstreamError as exc:
         return elevenlabs_error(exc, runtime)
-    runtime.metrics.requests.labels("elevenlabs").inc()
-    return reply
 
 
-async def _reply(request: Request, runtime: Runtime) -> Reply:
-    data = await json_body(request, runtime.config.max_text_chars * 4 + 4096)
-    text = check_text(data.get("text"))
+def _speech(request: Request, data: dict[str, Any], runtime: Runtime) -> SpeechRequest:
     fmt, rate, bitrate = output_format(request.query_params.get("output_format") or DEFAULT_FORMAT)
     language = data.get("language_code")
     options = Options(
@@ -269,18 +265,7 @@ async def _reply(request: Request, runtime: Runtime) -> Reply:
         dictionaries=locators(data.get("pronunciation_dictionary_locators")),
         normalize=_normalize(data.get("apply_text_normalization")),
     )
-    settings = replace(runtime.settings(options), bitrate=bitrate)
-    check_readable(runtime.require_scheduler(), settings, text)
-    reply = runtime.reply(
-        runtime.new_id("elevenlabs"),
-        None,
-        settings,
-        client_of(request.scope),
-        route="elevenlabs",
-        headers=request.headers,
-    )
-    await reply.speak(text)
-    return reply
+    return SpeechRequest(data.get("text"), options, "elevenlabs", bitrate=bitrate)
 
 
 Alignments = tuple[dict[str, list[Any]], dict[str, list[Any]]]
