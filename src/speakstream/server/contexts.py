@@ -8,29 +8,28 @@ overlap and the scheduler shares the engine between them fairly. A dialect subcl
 ``open``/``text``/``flush``/``end``/``cancel``; ``chunk_messages``, ``done_messages`` and
 ``error_message`` turn what a context makes into that service's messages.
 
-The discipline is our own protocol's: bounded outbox, a client that stops reading is dropped,
-bad input answers with an error in the dialect's shape and the connection goes on, and every task
-is cancelled and awaited on the way out.
+The connection itself (admission, the reader and writer, idle timeout, errors, close, shutdown,
+teardown) is the session core's (``server/socket.py``), as for our own protocol.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocket
 
-from speakstream.errors import InvalidInput, Overloaded, ProtocolError, SpeakstreamError, internal_error
+from speakstream.errors import InvalidInput, Overloaded, ProtocolError, SpeakstreamError
 from speakstream.protocol import Options
 from speakstream.server.dialects.alignment import SourceAlignment
-from speakstream.server.outbox import Outbox, Outgoing, send_frame
+from speakstream.server.outbox import Outgoing
 from speakstream.server.reply import ChunkOut, Reply
 from speakstream.server.runtime import Runtime
+from speakstream.server.socket import SocketSession
 
 log = logging.getLogger("speakstream.contexts")
 MAX_CONTEXTS = 5
@@ -80,28 +79,18 @@ class Context:
     """The dialect's own settings of this context."""
 
 
-class ContextSocket:
+class ContextSocket(SocketSession):
+    """A dialect's socket on the session core: contexts opened, fed and ended by the dialect's
+    messages, each spoken by its own owned task."""
+
     transport = "contexts"
-    """The label of this dialect in metrics."""
 
     def __init__(self, websocket: WebSocket, runtime: Runtime, client: str = "") -> None:
-        self.ws = websocket
-        self.rt = runtime
-        self.client = client
-        self.config = runtime.config
-        self.id = runtime.new_id(self.transport)
+        super().__init__(websocket, runtime, client)
         self.contexts: dict[str, Context] = {}
         self.inactivity_s = self.config.idle_timeout_s
-        self._outbox = Outbox(maxsize=64)
-        self._last_message_at = time.monotonic()
-        self._closing = False
-        self._open = False
-        self._close_queued = False
 
     # The dialect's part
-
-    async def start(self) -> None:
-        """Check the handshake's parameters (raise to refuse the connection with an error)."""
 
     async def handle(self, message: dict[str, Any]) -> bool:
         """Act on one client message; True ends the connection (after the contexts finish)."""
@@ -114,8 +103,50 @@ class ContextSocket:
         """What a context ends with once all its audio is out."""
         return []
 
-    def error_message(self, exc: SpeakstreamError, context_id: str | None) -> str:
-        raise NotImplementedError
+    # The core's hooks
+
+    def parse(self, frame: str | bytes) -> dict[str, Any]:
+        if len(frame) > self.config.max_frame_bytes:
+            raise ProtocolError(f"message is over the {self.config.max_frame_bytes}-byte limit", code="frame_too_large")
+        try:
+            message = json.loads(frame)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ProtocolError("message is not valid JSON", code="invalid_json") from exc
+        if not isinstance(message, dict):
+            raise ProtocolError("message must be a JSON object")
+        return message
+
+    def reference(self, message: dict[str, Any]) -> str | None:
+        context_id = message.get("context_id")
+        return context_id if isinstance(context_id, str) else None
+
+    def read_timeout(self) -> float:
+        left = self.last_message_at + self.inactivity_s - time.monotonic()
+        for ctx in self.contexts.values():
+            if not ctx.ended:
+                left = min(left, ctx.text_at + self.config.text_idle_s - time.monotonic())
+        return max(0.05, left)
+
+    def quiet(self) -> bool:
+        self._end_idle_contexts()
+        return time.monotonic() - self.last_message_at < self.inactivity_s or self._busy()
+
+    def idle_error(self) -> SpeakstreamError:
+        message = f"no message for {self.inactivity_s:g} s; the connection is closed"
+        return InvalidInput(message, code="input_timeout_exceeded")
+
+    async def finish(self) -> None:
+        """The client's contexts finish before the close."""
+        for ctx in list(self.contexts.values()):
+            if not ctx.ended:
+                self.end(ctx)
+        pending = [c.task for c in self.contexts.values() if c.task is not None]
+        if pending:
+            await asyncio.wait(pending, timeout=self.config.idle_timeout_s)
+
+    async def stop_work(self) -> None:
+        for ctx in list(self.contexts.values()):
+            await self.cancel(ctx)
 
     # Operations for the dialect
 
@@ -178,133 +209,10 @@ class ContextSocket:
         if ctx.task is not None:
             ctx.task.cancel()
             await asyncio.gather(ctx.task, return_exceptions=True)
-        await self._outbox.purge(ctx.reply.request_id)
+        await self.outbox.purge(ctx.reply.request_id)
 
     async def send(self, payload: str, ctx: Context | None = None) -> None:
-        await self._outbox.put(Outgoing(payload, ctx.reply.request_id if ctx else None), control=ctx is None)
-
-    async def refuse(self, exc: SpeakstreamError, code: int = 1008) -> None:
-        """An error in the dialect's shape, then close (a connection that cannot go on)."""
-        self.rt.error(exc)
-        await self._outbox.put(Outgoing(self.error_message(exc, None)), control=True)
-        await self._outbox.put(Outgoing(close=(code, exc.message[:120])), control=True)
-        self._close_queued = True
-
-    # Lifecycle
-
-    async def run(self) -> None:
-        if not self.rt.open_session(self):
-            await self.ws.close(1013, "too many sessions")
-            return
-        tasks: list[asyncio.Task[Any]] = []
-        try:
-            await self.ws.accept()
-            self._open = True
-            tasks = [asyncio.create_task(self._write(), name=f"{self.id}-writer")]
-            try:
-                await self.start()
-                self.rt.require_scheduler()
-            except SpeakstreamError as exc:
-                await self.refuse(exc)
-            else:
-                tasks.append(asyncio.create_task(self._read(), name=f"{self.id}-reader"))
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            reader = tasks[-1] if len(tasks) > 1 else None
-            if reader in done and _asked_to_close(reader):  # the client's contexts finish first
-                await self._finish_contexts()
-                await self._outbox.put(Outgoing(close=(1000, "closed by client")), control=True)
-                self._close_queued = True
-            if self._close_queued:  # let the last messages and the close frame out
-                await asyncio.wait([tasks[0]], timeout=self.config.send_timeout_s)
-        finally:
-            await self._teardown(tasks)
-
-    async def _finish_contexts(self) -> None:
-        for ctx in list(self.contexts.values()):
-            if not ctx.ended:
-                self.end(ctx)
-        pending = [c.task for c in self.contexts.values() if c.task is not None]
-        if pending:
-            await asyncio.wait(pending, timeout=self.config.idle_timeout_s)
-
-    async def _teardown(self, tasks: list[asyncio.Task[Any]]) -> None:
-        self._closing = True
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for ctx in list(self.contexts.values()):
-            await self.cancel(ctx)
-        if self.rt.scheduler is not None:
-            self.rt.scheduler.cancel(self.id)
-        self.rt.close_session(self)
-        with contextlib.suppress(Exception):  # the peer may be gone or stuck: nothing left to tell it
-            await asyncio.wait_for(self.ws.close(1000), 1.0)
-
-    async def shutdown(self, reason: str) -> None:
-        """Server stopping: close with 1001 (going away) within the grace period."""
-        if not self._open or self._closing:
-            return
-        self._closing = True
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.ws.close(1001, reason[:120]), 1.0)
-
-    # Reader
-
-    async def _read(self) -> bool:
-        while True:
-            try:
-                message = await asyncio.wait_for(self.ws.receive(), self._read_timeout())
-            except TimeoutError:
-                self._end_idle_contexts()
-                if time.monotonic() - self._last_message_at < self.inactivity_s or self._busy():
-                    continue
-                await self.refuse(
-                    InvalidInput(
-                        f"no message for {self.inactivity_s:g} s; the connection is closed",
-                        code="input_timeout_exceeded",
-                    ),
-                    code=1000,
-                )
-                return False
-            except WebSocketDisconnect:
-                return False
-            if message["type"] == "websocket.disconnect":
-                return False
-            self._last_message_at = time.monotonic()
-            frame = message.get("text") if message.get("text") is not None else message.get("bytes")
-            if frame is not None and await self._handle_frame(frame):
-                return True
-
-    async def _handle_frame(self, frame: str | bytes) -> bool:
-        context_id = None
-        try:
-            message = self._parse(frame)
-            context_id = message.get("context_id") if isinstance(message.get("context_id"), str) else None
-            return await self.handle(message)
-        except SpeakstreamError as exc:
-            await self._error(exc, context_id)
-        except Exception:  # a bug: the client hears of it, the connection goes on
-            log.exception("%s: a message failed", self.id)
-            await self._error(internal_error(), context_id)
-        return False
-
-    def _parse(self, frame: str | bytes) -> dict[str, Any]:
-        if len(frame) > self.config.max_frame_bytes:
-            raise ProtocolError(f"message is over the {self.config.max_frame_bytes}-byte limit", code="frame_too_large")
-        try:
-            message = json.loads(frame)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ProtocolError("message is not valid JSON", code="invalid_json") from exc
-        if not isinstance(message, dict):
-            raise ProtocolError("message must be a JSON object")
-        return message
-
-    def _read_timeout(self) -> float:
-        left = self._last_message_at + self.inactivity_s - time.monotonic()
-        for ctx in self.contexts.values():
-            if not ctx.ended:
-                left = min(left, ctx.text_at + self.config.text_idle_s - time.monotonic())
-        return max(0.05, left)
+        await self.put(Outgoing(payload, ctx.reply.request_id if ctx else None), control=ctx is None)
 
     def _end_idle_contexts(self) -> None:
         """A context whose input stays open with no text for ``text_idle_s`` is ended (what it
@@ -316,57 +224,29 @@ class ContextSocket:
                 self.end(ctx)
 
     def _busy(self) -> bool:
-        return any(c.ended for c in self.contexts.values()) or len(self._outbox) > 0
+        return any(c.ended for c in self.contexts.values()) or len(self.outbox) > 0
 
     # A context's task
 
     async def _speak(self, ctx: Context) -> None:
         try:
-            try:
-                async for out in ctx.reply.outputs():
-                    ctx.track.see(out)
-                    for payload in self.chunk_messages(ctx, out):
-                        await self._outbox.put(Outgoing(payload, ctx.reply.request_id))
-            except (SpeakstreamError, asyncio.CancelledError):
-                raise
-            except Exception as exc:  # a bug (an encoder's, say): an error for this context, not a hang
-                log.exception("%s: context %s failed", self.id, ctx.id)
-                raise internal_error() from exc
+            await self.relay(ctx.reply, lambda out: self._send_chunk(ctx, out))
         except SpeakstreamError as exc:
             if exc.code != "empty_text" or ctx.reply.stats.audio_bytes:
                 self._forget(ctx)
-                await self._error(exc, ctx.id)
+                await self.error(exc, ctx.id)
                 return
         self._forget(ctx)
         if ctx.reply.stats.ttfa_s is not None:
             self.rt.metrics.ttfa.labels(self.transport).observe(ctx.reply.stats.ttfa_s)
         for done in self.done_messages(ctx):
-            await self._outbox.put(Outgoing(done, ctx.reply.request_id))
+            await self.put(Outgoing(done, ctx.reply.request_id))
+
+    async def _send_chunk(self, ctx: Context, out: ChunkOut) -> None:
+        ctx.track.see(out)
+        for payload in self.chunk_messages(ctx, out):
+            await self.put(Outgoing(payload, ctx.reply.request_id))
 
     def _forget(self, ctx: Context) -> None:
         if self.contexts.get(ctx.id) is ctx:
             del self.contexts[ctx.id]
-
-    # Writer
-
-    async def _write(self) -> None:
-        while True:
-            item = await self._outbox.get()
-            if item.payload:
-                try:
-                    await asyncio.wait_for(send_frame(self.ws, item.payload), self.config.send_timeout_s)
-                except TimeoutError:
-                    log.warning("%s: client stopped reading for %.0f s; dropped", self.id, self.config.send_timeout_s)
-                    return
-            if item.close is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(self.ws.close(*item.close), self.config.send_timeout_s)
-                return
-
-    async def _error(self, exc: SpeakstreamError, context_id: str | None) -> None:
-        self.rt.error(exc)
-        await self._outbox.put(Outgoing(self.error_message(exc, context_id)), control=True)
-
-
-def _asked_to_close(reader: asyncio.Task[Any] | None) -> bool:
-    return reader is not None and not reader.cancelled() and reader.exception() is None and bool(reader.result())
