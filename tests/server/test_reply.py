@@ -12,7 +12,8 @@ from speakstream.engine.cancel import CancelToken
 from speakstream.engine.fake import FakeEngine
 from speakstream.errors import InvalidInput
 from speakstream.scheduler import Scheduler
-from speakstream.server.reply import ChunkOut, Reply, ReplySettings
+from speakstream.server.encoding import ChunkOut
+from speakstream.server.reply import Reply, ReplySettings
 from speakstream.types import AudioChunk
 
 TEXT = "Thanks for waiting, I found your booking. Your flight leaves tomorrow. Is there anything else?"

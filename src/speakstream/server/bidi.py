@@ -40,9 +40,10 @@ from speakstream.protocol import (
     parse_client_message,
     safe_audio_frames,
 )
+from speakstream.server.encoding import ChunkOut
 from speakstream.server.outbox import Outgoing, SentLog
 from speakstream.server.reading import validate
-from speakstream.server.reply import ChunkOut, Reply
+from speakstream.server.reply import Reply
 from speakstream.server.runtime import Runtime
 from speakstream.server.socket import SocketSession
 

@@ -26,7 +26,8 @@ from starlette.types import Message, Send
 from speakstream.errors import InvalidInput, SpeakstreamError, UnsupportedMediaType
 from speakstream.protocol import Options, sse_event
 from speakstream.scheduler import Scheduler
-from speakstream.server.reply import ChunkOut, Reply
+from speakstream.server.encoding import ChunkOut
+from speakstream.server.reply import Reply
 from speakstream.server.runtime import Runtime
 from speakstream.server.security import TOKEN_TTL_S, issue_token
 from speakstream.server.speech import SpeechRequest, body_limit, open_reply

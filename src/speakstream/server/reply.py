@@ -13,17 +13,16 @@ import contextlib
 import time
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
-
-from speakstream.audio import Encoder, audio_format, open_encoder, output_rate
+from speakstream.audio import audio_format, open_encoder, output_rate
 from speakstream.engine.base import MAX_SPEED, MIN_SPEED
 from speakstream.engine.voices import with_language
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.scheduler import Job, PlaybackClock, Scheduler
+from speakstream.server.encoding import ChunkOut, ReplyAudio, ReplyStats
 from speakstream.server.reading import ReplySettings, readable, script_for, shown, validate
 from speakstream.server.tracing import ReplyTrace
 from speakstream.text import ChunkPolicy
@@ -31,7 +30,7 @@ from speakstream.text.length import least_seconds
 from speakstream.text.script import Part, Say
 from speakstream.text.spans import SpanFinder
 from speakstream.text.ssml import Pause
-from speakstream.types import SAMPLE_RATE, AudioPiece, WordTimestamp
+from speakstream.types import AudioPiece, WordTimestamp
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,69 +42,6 @@ class Spoken:
     speed: float
     ends_at: int | None = None
     """Where its part of the client's text ends, when a tag cut it there."""
-
-
-@dataclass(slots=True)
-class ChunkOut:
-    """The encoded audio of one piece of a chunk (may be empty while a codec fills a frame).
-
-    A chunk's first piece carries its ``text``, ``words`` and ``chunk_duration_s`` (all known from
-    the model's durations before its audio is made); its later pieces carry audio only."""
-
-    sequence: int
-    """Counts every output of the reply: 0, 1, 2, ..."""
-    text: str
-    data: bytes
-    offset_s: float
-    """Where this piece's audio starts in the reply."""
-    duration_s: float
-    """This piece's audio."""
-    words: tuple[WordTimestamp, ...]
-    """Word times from the start of the reply."""
-    chunk_duration_s: float = 0.0
-    """The whole chunk's audio (on a chunk's first piece), from the model's durations: an upper
-    bound, as the engine trims the chunk's trailing silence while it decodes."""
-    ends_chunk: bool = False
-    """The chunk's last piece."""
-
-    @property
-    def starts_chunk(self) -> bool:
-        return bool(self.text)
-
-
-@dataclass(slots=True)
-class ReplyStats:
-    started_at: float = field(default_factory=lambda: time.perf_counter())
-    first_audio_at: float | None = None
-    audio_bytes: int = 0
-    duration_s: float = 0.0
-    chunks: int = 0
-    queue_wait_s: float = 0.0
-    admission_wait_s: float = 0.0
-    """Seconds it waited for room at a server at its capacity."""
-    phonemize_s: float = 0.0
-    inference_s: float = 0.0
-    encode_s: float = 0.0
-    gaps: int = 0
-    """Times its listener, playing in real time, ran dry while its next text was queued."""
-    gap_s: float = 0.0
-
-    @property
-    def ttfa_s(self) -> float | None:
-        return None if self.first_audio_at is None else self.first_audio_at - self.started_at
-
-    def timings(self) -> dict[str, float]:
-        return {
-            "ttfa_s": round(self.ttfa_s or 0.0, 4),
-            "queue_wait_s": round(self.queue_wait_s, 4),
-            "admission_wait_s": round(self.admission_wait_s, 4),
-            "phonemize_s": round(self.phonemize_s, 4),
-            "inference_s": round(self.inference_s, 4),
-            "encode_s": round(self.encode_s, 4),
-            "gaps": self.gaps,
-            "gap_s": round(self.gap_s, 4),
-            "total_s": round(time.perf_counter() - self.started_at, 4),
-        }
 
 
 OFF_LOOP_CHARS = 2_000
@@ -261,6 +197,7 @@ class Reply:
         """Encoded audio chunk by chunk; the last item holds the encoder's tail (no words)."""
         await self.admitted()
         encoder = open_encoder(self.fmt.name, output_rate_hz=self.sample_rate, bitrate=self.settings.bitrate)
+        audio = ReplyAudio(self.fmt, encoder, self.stats, self.trace, self.clock, self._max_audio_s)
         jobs: asyncio.Queue[Job | Pause | SpeakstreamError | None] = asyncio.Queue(maxsize=self._lookahead + 2)
         in_flight = asyncio.Semaphore(self._lookahead + 1)  # exactly the slots ``admit`` reserved
         submitter = asyncio.create_task(self._submit(jobs, in_flight), name=f"submit-{self.request_id}")
@@ -271,9 +208,9 @@ class Reply:
                 if isinstance(job, SpeakstreamError):
                     raise job
                 outs = (
-                    self._silence(encoder, job, sequence)
+                    self._silence(audio, job, sequence)
                     if isinstance(job, Pause)
-                    else self._encode(encoder, job, sequence)
+                    else self._encode(audio, job, sequence)
                 )
                 async for out in outs:
                     sent = time.perf_counter()
@@ -284,8 +221,7 @@ class Reply:
             if self.stats.chunks == 0:
                 raise InvalidInput("the text has nothing speakable", code="empty_text")
             self.stats.gaps, self.stats.gap_s = self.clock.gaps, self.clock.gap_s
-            tail = await self._off_loop(encoder.close)
-            yield ChunkOut(sequence, "", self._count(tail), self.stats.duration_s, 0.0, ())
+            yield await audio.tail(sequence)
             await submitter
             error = None
         except SpeakstreamError as exc:
@@ -339,58 +275,19 @@ class Reply:
             jobs.put_nowait(job)  # bounded by ``in_flight``
         jobs.put_nowait(None)
 
-    async def _encode(self, encoder: Encoder, job: Job, sequence: int) -> AsyncIterator[ChunkOut]:
+    async def _encode(self, audio: ReplyAudio, job: Job, sequence: int) -> AsyncIterator[ChunkOut]:
         """The chunk's pieces, encoded as they come from the engine."""
         try:
             async for piece in job.stream():
-                yield await self._encode_piece(encoder, job, piece, sequence)
+                words = self._placed(job, piece, audio.stats.duration_s - piece.offset_s)
+                yield await audio.piece(job, piece, sequence, shown(job.text), words)
                 sequence += 1
         except InvalidInput as exc:
             if exc.code != "empty_text":
                 raise  # else: nothing speakable in this chunk, and the reply goes on
 
-    async def _silence(self, encoder: Encoder, pause: Pause, sequence: int) -> AsyncIterator[ChunkOut]:
-        """An SSML break: silence of its length, between two chunks (no engine time)."""
-        samples = np.zeros(round(pause.seconds * SAMPLE_RATE), dtype=np.float32)
-        self._check_length(pause.seconds)
-        data = await self._off_loop(lambda: encoder.encode(samples))
-        offset = self.stats.duration_s
-        self.stats.duration_s += pause.seconds
-        self.clock.add(pause.seconds)
-        yield ChunkOut(sequence, "", self._count(data), offset, pause.seconds, ())
-
-    def _check_length(self, seconds: float) -> None:
-        if self.stats.duration_s + seconds > self._max_audio_s:
-            raise InvalidInput(
-                f"the request makes more than the {self._max_audio_s:g}-second audio limit", code="audio_too_long"
-            )
-
-    async def _encode_piece(self, encoder: Encoder, job: Job, piece: AudioPiece, sequence: int) -> ChunkOut:
-        offset = self.stats.duration_s
-        self._check_length(piece.duration_s)
-        if piece.index == 0:
-            self.stats.queue_wait_s += job.queue_wait_s
-            self.stats.phonemize_s += piece.timings.phonemize_s
-            self.stats.chunks += 1
-        self.stats.inference_s += piece.timings.inference_s
-        self.trace.piece(job.index, job.enqueued_at, piece)
-        started = time.perf_counter()
-        data = await self._off_loop(lambda: encoder.encode(piece.samples))
-        self.stats.encode_s += time.perf_counter() - started
-        self.trace.span("encode", started, time.perf_counter(), {"speakstream.chunk": job.index})
-        self.stats.duration_s += piece.duration_s
-        first = piece.index == 0
-        chunk_start = offset - piece.offset_s
-        return ChunkOut(
-            sequence,
-            shown(job.text) if first else "",
-            self._count(data),
-            offset,
-            piece.duration_s,
-            self._placed(job, piece, chunk_start),
-            piece.chunk_duration_s if first else 0.0,
-            piece.last,
-        )
+    async def _silence(self, audio: ReplyAudio, pause: Pause, sequence: int) -> AsyncIterator[ChunkOut]:
+        yield await audio.silence(pause, sequence)
 
     def _placed(self, job: Job, piece: AudioPiece, chunk_start: float) -> tuple[WordTimestamp, ...]:
         """The piece's words, timed from the start of the reply, each with its span in the client's text."""
@@ -399,13 +296,3 @@ class Reply:
         self.spans.ssml = self._script.ssml
         spans = self.spans.place([w.word for w in piece.words], job.text, self._ends.pop(job.index, None))
         return tuple(replace(w.shifted(chunk_start), chars=chars) for w, chars in zip(piece.words, spans, strict=True))
-
-    async def _off_loop(self, encode: Callable[[], bytes]) -> bytes:
-        """Raw formats are a copy; codecs run in a thread so the event loop stays free."""
-        return encode() if self.fmt.raw else await asyncio.to_thread(encode)
-
-    def _count(self, data: bytes) -> bytes:
-        if data and self.stats.first_audio_at is None:
-            self.stats.first_audio_at = time.perf_counter()
-        self.stats.audio_bytes += len(data)
-        return data

@@ -25,8 +25,9 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from speakstream.errors import Overloaded, SpeakstreamError, internal_error
+from speakstream.server.encoding import ChunkOut
 from speakstream.server.outbox import Outbox, Outgoing, send_frame
-from speakstream.server.reply import ChunkOut, Reply
+from speakstream.server.reply import Reply
 from speakstream.server.runtime import Runtime
 
 log = logging.getLogger("speakstream.session")

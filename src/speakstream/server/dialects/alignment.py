@@ -13,7 +13,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from speakstream.server.reply import ChunkOut, Reply
+from speakstream.server.encoding import ChunkOut
+from speakstream.server.reply import Reply
 from speakstream.types import WordTimestamp
 
 

@@ -42,9 +42,10 @@ from speakstream.errors import InvalidInput, ProtocolError, SpeakstreamError
 from speakstream.protocol import Options, locators
 from speakstream.server.contexts import ChunkTracker, Context, ContextSocket
 from speakstream.server.dialects.alignment import CharTimes, SourceAlignment, chunk_char_times
+from speakstream.server.encoding import ChunkOut
 from speakstream.server.http import audio_response, error_response, json_body, runtime_of, sse_parts, streaming
 from speakstream.server.reading import validate
-from speakstream.server.reply import ChunkOut, Reply
+from speakstream.server.reply import Reply
 from speakstream.server.runtime import Runtime
 from speakstream.server.security import client_of
 from speakstream.server.speech import SpeechRequest, body_limit, open_reply
