@@ -62,8 +62,11 @@ def fake_server() -> Iterator[ThreadedServer]:
 
 @pytest.fixture(scope="session")
 def kokoro_server(kokoro: KokoroEngine) -> Iterator[ThreadedServer]:
-    """The real engine served without the audio cache: the tests that share it speak the same
-    sentences, and each must see the engine at work (``tests/server/test_cache.py`` has its own)."""
-    server = start_server(kokoro, cache_mb=0)
+    """The real engine served without the audio cache (the tests that share it speak the same
+    sentences, and each must see the engine at work; ``tests/server/test_cache.py`` has its own) and
+    without admission by capacity: they check words and protocols, two or three replies at once,
+    and in a slow stretch of this machine (capacity read 2.1 audio s/s, 2026-12-06) the second was
+    refused; admission has its own tests and servers."""
+    server = start_server(kokoro, cache_mb=0, max_load=0)
     yield server
     server.stop()

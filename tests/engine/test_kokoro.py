@@ -467,16 +467,21 @@ def test_a_lone_reply_on_a_slowed_decoder_gets_windows_that_keep_up(kokoro: Koko
     cost more than they play; the audio is the same length either way."""
     text = "Your flight to Lisbon leaves tomorrow morning at nine, and the hotel has a room for you on the third floor."
     frames: dict[float, list[int]] = {}
+    samples: dict[float, int] = {}
     for frame_s in (0.005, 0.03):  # seconds a decoded frame: RTF 0.2 and 1.2
         pieces = _spoken(kokoro, text, load=Load(buffered_s=0.0), speed=Speed.fixed(frame_s))
         frames[frame_s] = [round(len(p.samples) / FRAME_SAMPLES) for p in pieces]
+        samples[frame_s] = sum(len(p.samples) for p in pieces)
     fast, slow = frames[0.005], frames[0.03]
     policy = kokoro.policy
     assert len(fast) > 2 and fast[1] <= policy.budget.least_frames + policy.seams.ahead_frames
     assert slow[1] >= min(
         policy.budget.most_frames - policy.seams.back_frames, sum(slow[1:])
     )  # the largest, or all the rest
-    assert abs(sum(fast) - sum(slow)) <= 2
+    # the same length but for the end's silence trim, which reads the last 10 ms frame within
+    # -42 dB of the loudest: other windows round differently there (75 ms apart measured at the
+    # 0.4 s sentence tail, 2026-12-06)
+    assert abs(samples[0.005] - samples[0.03]) <= 0.1 * SAMPLE_RATE
 
 
 def _spectral_difference(a: np.ndarray, b: np.ndarray, size: int = 1024, hop: int = 256) -> float:
@@ -515,12 +520,18 @@ def test_two_inferences_at_once_share_the_cores_and_say_the_same() -> None:
         thread.join(120)
     assert model.cores.narrow_runs > lent and model.cores.running == 0  # a narrow copy was lent
     for mine, theirs in zip(together, alone, strict=True):
-        assert len(mine) == len(theirs)
+        # the same length but for the silence trims at the ends, which read the first and last 10 ms
+        # frame within -42 dB of the loudest: the copies' rounding may move one by a frame (the
+        # start, 240 samples, on one AMD EPYC host, 2026-12-06; equal on CI's), so the two are
+        # compared aligned at whichever end they agree
+        assert abs(len(mine) - len(theirs)) <= 0.05 * SAMPLE_RATE
+        n = min(len(mine), len(theirs))
+        shown = min(_spectral_difference(mine[:n], theirs[:n]), _spectral_difference(mine[-n:], theirs[-n:]))
         # the wide copy prepacks its weights and a narrow one does not (shared weights: one copy in
         # memory), so their kernels round differently and the sine source drifts in phase: compared
         # by magnitude, 0.07 measured (2026-12-04); heard the same (the bench's loaded experiment:
         # WER through the server at 4 and 8 sessions, on narrow copies, equal to whole decoding)
-        assert _spectral_difference(mine, theirs) < 0.15
+        assert shown < 0.15
 
 
 def test_a_long_window_alone_is_decoded_as_two_halves_at_once_and_says_the_same(
