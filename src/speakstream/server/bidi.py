@@ -226,11 +226,11 @@ class BidiSession(SocketSession):
         for target in targets:
             await self.outbox.purge(target)
             if answer:
-                await self._put(Outgoing(request_id=target, cancelled=True), control=True)
+                await self.put(Outgoing(request_id=target, cancelled=True), control=True)
         if answer and not targets:
             if request_id is not None:
                 raise InvalidInput(f"no request {request_id!r} to cancel", code="unknown_request")
-            await self._put(Outgoing(request_id="", cancelled=True), control=True)
+            await self.put(Outgoing(request_id="", cancelled=True), control=True)
 
     # Runner
 
@@ -253,44 +253,38 @@ class BidiSession(SocketSession):
         rid = reply.request_id
         self.rt.metrics.requests.labels(self.transport).inc()
         self._sent.start(rid)
-        await self._put(self._message(started(reply), rid))
+        await self.put(self._message(started(reply), rid))
         try:
             await self.relay(reply, lambda out: self._send_chunk(rid, out))
         except SpeakstreamError as exc:
             if self._stream is reply:
                 self._stream = None
             self._sent.finish(rid)
-            await self._error(exc, rid)
+            await self.error(exc, rid)
             if exc.code == "overloaded" and not self._pending:  # over capacity: try another replica
-                await self._put(Outgoing(close=(1013, "try again later")), control=True)
+                await self.put(Outgoing(close=(1013, "try again later")), control=True)
             return
         if reply.stats.ttfa_s is not None:
             self.rt.metrics.ttfa.labels(self.transport).observe(reply.stats.ttfa_s)
         complete = self._message(completed(reply), rid)
         complete.finishes = rid
-        await self._put(complete)
+        await self.put(complete)
 
     async def _send_chunk(self, rid: str, out: ChunkOut) -> None:
         if out.starts_chunk:  # the chunk's words, known before its audio: sent ahead of it
-            await self._put(self._message(timestamps(rid, out), rid))
+            await self.put(self._message(timestamps(rid, out), rid))
         frames = safe_audio_frames(out.data, self.config.audio_frame_bytes)
         done, words = 0, out.words
         for frame in frames:
             done += len(frame)
             covered = out.offset_s + out.duration_s * done / len(out.data)
-            await self._put(Outgoing(frame, rid, audio_to_s=covered, words=words))
+            await self.put(Outgoing(frame, rid, audio_to_s=covered, words=words))
             words = ()  # the sent log learns each word once
 
     # Helpers
 
     def _message(self, message: ServerMessage, request_id: str | None = None) -> Outgoing:
         return Outgoing(encode_server_message(message), request_id)
-
-    async def _put(self, item: Outgoing, *, control: bool = False) -> None:
-        await self.put(item, control=control)
-
-    async def _error(self, exc: SpeakstreamError, request_id: str | None) -> None:
-        await self.error(exc, request_id)
 
 
 def started(reply: Reply) -> SynthesisStart:

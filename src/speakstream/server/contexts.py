@@ -18,7 +18,7 @@ import asyncio
 import json
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.websockets import WebSocket
@@ -155,7 +155,7 @@ class ContextSocket(SocketSession):
         """A new context speaking with ``options`` over the server's defaults."""
         if len(self.contexts) >= MAX_CONTEXTS:
             raise Overloaded(f"at most {MAX_CONTEXTS} contexts may be open on one connection", code="max_contexts")
-        settings = replace(self.rt.settings(options), bitrate=bitrate)
+        settings = self.rt.settings(options, bitrate=bitrate)
         reply = self.rt.reply(self.id, self.rt.new_id("ctx"), settings, self.client, route=self.transport)
         ctx = Context(context_id, reply)
         self.contexts[context_id] = ctx

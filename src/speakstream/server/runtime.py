@@ -181,8 +181,9 @@ class Runtime:
         """The server's defaults, under every request's options."""
         return Options(voice=self.config.voice, speed=self.config.speed, format=self.config.format, chunking="auto")
 
-    def settings(self, options: Options) -> ReplySettings:
-        """What a reply is spoken with: the request's options over the server's defaults."""
+    def settings(self, options: Options, *, bitrate: int | None = None) -> ReplySettings:
+        """What a reply is spoken with: the request's options over the server's defaults (and an
+        encoder ``bitrate`` a vendor's format names, such as ElevenLabs' ``mp3_44100_128``)."""
         merged = options.over(self.defaults)
         voice = merged.voice or self.config.voice
         voice = VOICE_ALIASES.get(voice, voice)
@@ -197,6 +198,7 @@ class Runtime:
             lexicon=self.dictionaries.lexicon(merged.dictionaries) if merged.dictionaries else None,
             text_type=merged.text_type,
             normalize=merged.normalize is not False,
+            bitrate=bitrate,
         )
 
     def error(self, exc: SpeakstreamError) -> None:

@@ -4,7 +4,7 @@ it), speaks it and waits for admission, so every route answers a fault with the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from starlette.requests import Request
 
@@ -44,9 +44,7 @@ async def open_reply(runtime: Runtime, request: Request, speech: SpeechRequest) 
     limit = runtime.config.max_text_chars
     if len(text) > limit:
         raise InvalidInput(f"text is over the {limit}-character limit", code="text_too_long")
-    settings = runtime.settings(speech.options)
-    if speech.bitrate is not None:
-        settings = replace(settings, bitrate=speech.bitrate)
+    settings = runtime.settings(speech.options, bitrate=speech.bitrate)
     check_readable(runtime.require_scheduler(), settings, text)
     session_id, client = runtime.new_id(speech.route), client_of(request.scope)
     reply = runtime.reply(session_id, speech.request_id, settings, client, route=speech.route, headers=request.headers)

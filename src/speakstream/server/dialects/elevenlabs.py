@@ -30,7 +30,6 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import AsyncGenerator, AsyncIterator
-from dataclasses import replace
 from typing import Any
 
 from starlette.requests import Request
@@ -132,7 +131,7 @@ class ElevenLabsSocket(ContextSocket):
             text_type=self._text_type,
             normalize=self._normalize,
         )
-        validate(self.rt.require_scheduler(), replace(self.rt.settings(options), bitrate=bitrate))
+        validate(self.rt.require_scheduler(), self.rt.settings(options, bitrate=bitrate))
         return options, bitrate
 
     async def handle(self, message: dict[str, Any]) -> bool:
