@@ -87,9 +87,10 @@ class ServerConfig:
     5.5 minutes of speech at 64; 0: off). Keyed by everything that changes the sound."""
     data_dir: Path | None = field(default_factory=lambda: data_home())
     """The one directory of what the server keeps across restarts (pronunciation dictionaries
-    made through the API, in ``dictionaries/``; optimised weights for a CPU the image was not built
-    on, in ``optimized/``): a deployment mounts a volume here. Not writable: the server starts
-    read-only, with what it finds there, and refuses changes with ``read_only_store`` (507).
+    made through the API, in ``dictionaries/``; saved voices, in ``voices/``; optimised weights
+    for a CPU the image was not built on, in ``optimized/``): a deployment mounts a volume here.
+    Not writable: the server starts read-only, with what it finds there, and refuses changes
+    with ``read_only_store`` (507).
     Empty: nothing kept (in memory only)."""
     data_required: bool = False
     """Exit at start, with the reason, when ``data_dir`` cannot be written (a deployment that
@@ -99,6 +100,14 @@ class ServerConfig:
     each with its file's name as id: for deployments that manage pronunciations as files."""
     max_dictionaries: int = 500
     max_dictionary_rules: int = 5_000
+    voices_dir: Path | None = None
+    """Saved voices as JSON files (``{"blend", "speed"?, "language"?, ...}``, named after the
+    file) loaded at startup, read-only: for deployments that manage their voices as files."""
+    max_saved_voices: int = 200
+    turn_pause_s: float = 0.3
+    """Silence between two turns of a dialogue (ElevenLabs' text-to-dialogue)."""
+    max_turns: int = 500
+    """Turns a dialogue may have."""
     audio_frame_bytes: int = 16_384
     voice: str = "af_heart"
     voice_map: tuple[str, ...] = ()

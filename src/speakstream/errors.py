@@ -65,6 +65,11 @@ class NotFound(InvalidInput):
     http_status = 404
 
 
+class Conflict(InvalidInput):
+    code = "conflict"
+    http_status = 409
+
+
 class OverLimit(InvalidInput):
     """A stored thing (a pronunciation dictionary, its rules) past the server's bound."""
 

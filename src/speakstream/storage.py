@@ -3,8 +3,11 @@ derives at start (optimised weights), so a read-only root is found the same way 
 
 from __future__ import annotations
 
+import json
+import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def unwritable(directory: Path) -> str | None:
@@ -17,3 +20,11 @@ def unwritable(directory: Path) -> str | None:
     except OSError as exc:
         return f"{directory}: {exc.strerror or exc}"
     return None
+
+
+def write_json(path: Path, data: Any) -> None:
+    """``data`` as ``path``'s JSON, atomically: a crash leaves the old file or the new one, never
+    half of one."""
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(data, ensure_ascii=False), "utf-8")
+    os.replace(temporary, path)

@@ -12,7 +12,7 @@ from speakstream.engine.voices import MAX_SPEC_CHARS, VoiceBank
 from speakstream.errors import UnknownVoice
 from tests.scaling import RATIO_LIMIT, UNITS, growth, hostile_units
 
-BANK = VoiceBank({"af_heart": np.zeros((510, 1, 256), np.float32)})
+BANK = VoiceBank({name: np.zeros((510, 1, 256), np.float32) for name in ("af_heart", "af_bella")})
 
 
 @pytest.mark.parametrize("unit", [*UNITS, "a.a", "a@a.", "www.", "http://a", "12-", "(555) "], ids=repr)
@@ -51,4 +51,6 @@ def test_a_spec_of_many_digits_within_the_cap_fails_fast_and_clearly(weight: str
 
 def test_blends_and_weights_still_read() -> None:
     assert BANK.parse(" af_heart : 1. ") == [("af_heart", 1.0)]
-    assert BANK.parse("af_heart:.5,af_heart:1.5") == [("af_heart", 0.75), ("af_heart", 0.25)]
+    assert BANK.parse("af_heart:.5,af_bella:1.5") == [("af_bella", 0.75), ("af_heart", 0.25)]
+    with pytest.raises(UnknownVoice, match="twice"):  # a voice blended with itself is a mistake
+        BANK.parse("af_heart:.5,af_heart:1.5")

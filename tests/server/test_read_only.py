@@ -68,8 +68,11 @@ def _serve(env: dict[str, str], launcher: Sequence[str]) -> Iterator[ServerProce
 def test_a_read_only_home_and_assets_folder_serve_with_the_prebuilt_weights(
     tmp_path: Path, home: Path, lexicons: Path
 ) -> None:
-    env = _env(tmp_path, home, SPEAKSTREAM_LEXICONS_DIR=str(lexicons))
-    for server in _serve(env, read_only(home, cache_dir(), lexicons)):
+    voices = tmp_path / "voices"
+    voices.mkdir()
+    (voices / "desk.json").write_text(json.dumps({"blend": "af_heart:0.5,af_bella:0.5"}))
+    env = _env(tmp_path, home, SPEAKSTREAM_LEXICONS_DIR=str(lexicons), SPEAKSTREAM_VOICES_DIR=str(voices))
+    for server in _serve(env, read_only(home, cache_dir(), lexicons, voices)):
         ping = httpx.get(f"{server.url}/ping").json()
         assert (ping["weights"], ping["store"]) == ("assets", "read-only")
         made = httpx.post(
@@ -83,6 +86,10 @@ def test_a_read_only_home_and_assets_folder_serve_with_the_prebuilt_weights(
             timeout=60,
         )
         assert spoken.status_code == 200 and len(spoken.content) > 24_000  # the read-only dictionary speaks
+        saved = httpx.post(f"{server.url}/v1/saved-voices", json={"name": "new", "blend": "af_heart"})
+        assert saved.status_code == 507 and saved.json()["error"]["code"] == "read_only_store"
+        body = {"text": "Saved voices work.", "voice": "desk", "format": "pcm"}
+        assert httpx.post(f"{server.url}/invocations", json=body, timeout=60).status_code == 200  # the voice file
     assert list(home.iterdir()) == []  # nothing was written, nothing half-made
 
 
@@ -124,3 +131,10 @@ def test_a_required_data_folder_that_cannot_be_written_stops_the_start(tmp_path:
     done = _exit_of(["--fake-engine"], env)
     assert done.returncode != 0 and "read_only_store" in done.stderr, done.stderr[-2000:]
     assert "data_required" in done.stderr
+
+
+def test_a_voice_file_that_is_not_a_voice_stops_the_start(tmp_path: Path) -> None:
+    (tmp_path / "voices").mkdir()
+    (tmp_path / "voices" / "broken.json").write_text(json.dumps({"blend": "af_heart:1,af_heart:1"}))
+    done = _exit_of(["--fake-engine"], {"SPEAKSTREAM_VOICES_DIR": str(tmp_path / "voices")})
+    assert done.returncode != 0 and "broken.json" in done.stderr and "twice" in done.stderr, done.stderr[-2000:]

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from speakstream.agent.routes import agent_routes
@@ -123,3 +124,23 @@ def test_voices_are_grouped_by_language_with_a_sample_each(page_server: Threaded
     page.select_option("[data-testid=voice]", "ff_siwis")
     assert page.input_value("[data-testid=text]") == "Mi propio texto."  # the person's own text stays
     page.close()
+
+
+def test_a_saved_voice_is_offered_and_speaks(page_server: ThreadedServer, browser: Any) -> None:
+    url = f"{page_server.url}/v1/saved-voices"
+    httpx.post(url, json={"name": "desk", "blend": "af_heart:0.5,bf_emma:0.5", "language": "en-gb"}).raise_for_status()
+    try:
+        page = browser.new_page()
+        page.goto(page_server.url + "/")
+        page.wait_for_function("document.querySelector('[data-testid=voice]').options.length === 55")
+        labels = page.eval_on_selector_all("#voice optgroup", "groups => groups.map(g => g.label)")
+        assert labels[0] == "Saved voices"
+        page.select_option("[data-testid=voice]", "desk")
+        page.select_option("[data-testid=mode]", "text")
+        page.fill("[data-testid=text]", "A saved voice, read on the page.")
+        page.click("[data-testid=speak]")
+        page.wait_for_function("window.speakstreamStats.state === 'done'", timeout=120_000)
+        assert page.evaluate("window.speakstreamStats.scheduledSeconds") > 1.0
+        page.close()
+    finally:  # the session's servers share one data directory
+        httpx.delete(f"{url}/desk")

@@ -14,13 +14,13 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from speakstream.cli import agent, assets, bench, loadtest, serve, sim, speech
+    from speakstream.cli import agent, assets, bench, loadtest, phonemes, serve, sim, speech, voices
 
     parser = argparse.ArgumentParser(prog="speakstream", description="Low-latency streaming speech for voice agents.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     parser.add_argument("--version", action="version", version=f"speakstream {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    for module in (assets, speech, serve, agent, bench, loadtest, sim):
+    for module in (assets, speech, voices, phonemes, serve, agent, bench, loadtest, sim):
         module.register(commands)
     return parser
 

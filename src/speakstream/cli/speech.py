@@ -1,21 +1,20 @@
-"""``speakstream say`` and ``speakstream voices``."""
+"""``speakstream say``."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from speakstream.audio import FORMATS, open_encoder
 from speakstream.audio.formats import audio_format
 from speakstream.engine.base import check_speed
+from speakstream.engine.phonemes.inline import as_inline
 from speakstream.errors import InvalidInput
 from speakstream.text import chunk_text
 
@@ -26,17 +25,14 @@ def register(commands: Any) -> None:
     say = commands.add_parser("say", help="speak text into an audio file")
     say.add_argument("text", help="the text, or - to read standard input")
     say.add_argument("-o", "--output", type=Path, default=Path("out.wav"), help="file to write (format from extension)")
-    say.add_argument("--voice", default="af_heart", help="voice or blend, e.g. af_heart:0.7,af_bella:0.3")
-    say.add_argument("--speed", type=float, default=1.0, help="0.5 to 2.0")
+    say.add_argument("--voice", default="af_heart", help="voice, blend (af_heart:0.7,af_bella:0.3) or saved voice")
+    say.add_argument("--speed", type=float, help="0.5 to 2.0 (default: the saved voice's, else 1.0)")
     say.add_argument("--format", help=f"override the format the extension implies: {', '.join(sorted(FORMATS))}")
+    say.add_argument("--phonemes", action="store_true", help="the text is phonemes (IPA or Kokoro's symbols)")
     say.add_argument("--server", help="speak through a running server (base URL) instead of locally")
     say.add_argument("--api-key", help="API key of the server")
     say.add_argument("--model-dir", type=Path, help="model directory for local synthesis")
     say.set_defaults(handler=say_command)
-    voices = commands.add_parser("voices", help="list the voices")
-    voices.add_argument("--json", action="store_true", help="print JSON")
-    voices.add_argument("--model-dir", type=Path)
-    voices.set_defaults(handler=voices_command)
 
 
 def say_command(args: argparse.Namespace) -> int:
@@ -44,9 +40,12 @@ def say_command(args: argparse.Namespace) -> int:
     work, and the file written only whole (an error leaves none behind)."""
     text = sys.stdin.read() if args.text == "-" else args.text
     fmt = output_format(args.output, args.format)
-    check_speed(args.speed)
+    if args.speed is not None:
+        check_speed(args.speed)
     if not text.strip():
         raise InvalidInput("the text has nothing speakable", code="empty_text")
+    if args.phonemes:
+        text = as_inline(text)
     partial = args.output.with_name(f".{args.output.name}.partial")
     try:
         if args.server:
@@ -82,14 +81,15 @@ def _say_local(args: argparse.Namespace, text: str, fmt: str, path: Path) -> str
 
     loaded = time.perf_counter()
     engine = KokoroEngine(EngineConfig(model_dir=args.model_dir))
-    engine.check_voice(args.voice)
+    voice, speed = local_voice(args.voice, args.speed)
+    engine.check_voice(voice)
     started = time.perf_counter()
     encoder = open_encoder(fmt)
     first, audio_s = None, 0.0
     with path.open("wb") as out:
         for piece in chunk_text(text):
             try:
-                chunk = engine.synthesize(piece, voice=args.voice, speed=args.speed)
+                chunk = engine.synthesize(piece, voice=voice, speed=speed)  # inline phonemes stay as given
             except InvalidInput as exc:
                 if exc.code == "empty_text":
                     continue  # nothing speakable in this chunk; the reply goes on, as on the server
@@ -110,30 +110,24 @@ def _say_local(args: argparse.Namespace, text: str, fmt: str, path: Path) -> str
 async def _say_remote(args: argparse.Namespace, text: str, fmt: str) -> tuple[bytes, str]:
     from speakstream.client import fetch_audio
 
-    result = await fetch_audio(args.server, text, api_key=args.api_key, voice=args.voice, speed=args.speed, format=fmt)
+    given: dict[str, Any] = {"normalize": False, "text_type": "text"} if args.phonemes else {}
+    options = {"voice": args.voice, "speed": args.speed, "format": fmt, **given}
+    result = await fetch_audio(args.server, text, api_key=args.api_key, **options)
     first = result.ttfb_s or 0.0
     report = f"wrote {args.output} ({fmt}, {len(result.audio)} bytes) from {args.server}: first byte {first:.2f} s"
     return bytes(result.audio), report
 
 
-def voices_command(args: argparse.Namespace) -> int:
-    from speakstream.engine.model.assets import locate
-    from speakstream.engine.voices import by_language, voice_info
+def local_voice(name: str, speed: float | None) -> tuple[str, float]:
+    """The spec and speed ``name`` speaks with here: a voice saved in the local data directory
+    brings its blend, language and speed (``speed`` wins); any other name is a voice or blend."""
+    from speakstream.config import ServerConfig
+    from speakstream.engine.voices import with_language
+    from speakstream.server.saved_voices import VoiceStore
 
-    names = sorted(locate(args.model_dir).voice_files())
-    catalogue = [voice_info(n) for n in names]
-    groups = by_language(catalogue)
-    if args.json:
-        print(json.dumps({"voices": [v.to_dict() for v in catalogue], "languages": groups}, indent=2))
-        return 0
-    table = Table(title=f"{len(catalogue)} Kokoro voices in {len(groups)} languages")
-    for column in ("language", "G2P", "voices"):
-        table.add_column(column)
-    for group in groups:
-        speaks = voice_info(group["voices"][0]).speaks
-        table.add_row(f"{group['name']} ({group['language']})", G2P_NAMES[speaks.g2p], ", ".join(group["voices"]))
-    Console().print(table)
-    return 0
-
-
-G2P_NAMES = {"english": "misaki", "espeak": "espeak-ng", "chinese": "misaki zh", "japanese": "misaki ja (cutlet)"}
+    data_dir = ServerConfig.from_env().data_dir
+    saved = VoiceStore.open(data_dir / "voices").find(name) if data_dir else None
+    if saved is None:
+        return name, speed or 1.0
+    spec = with_language(saved.blend, saved.language) if saved.language else saved.blend
+    return spec, speed or saved.speed or 1.0

@@ -16,6 +16,9 @@ from dataclasses import replace
 from typing import Protocol
 
 from speakstream.engine.cancel import CancelToken
+from speakstream.engine.phonemes.languages import Language
+from speakstream.engine.phonemes.normalize import normalize
+from speakstream.engine.phonemes.phonemizer import Phonemized, Phonemizer
 from speakstream.engine.voices import VoiceBank, VoiceInfo, voices_of
 from speakstream.errors import InvalidInput
 from speakstream.types import AudioChunk, AudioPiece, Load, SynthesisTimings
@@ -73,6 +76,11 @@ class Engine(Protocol):
         the ``InvalidInput`` that ``stream`` would for a voice or speed it cannot use."""
         ...
 
+    def phonemize(self, text: str, speaks: Language, *, normalized: bool = True) -> Phonemized:
+        """What its G2P makes of ``text`` in ``speaks`` (normalised first unless ``normalized`` is
+        false): the phonemes a pronunciation rule would replace."""
+        ...
+
     def throughput(self) -> float:
         """Audio seconds a second it can make with every lane busy, estimated from its measured
         speed (``math.inf``: no estimate): what admission starts from before it measures."""
@@ -122,8 +130,13 @@ class VoiceBankEngine(ABC):
     """What every engine over a ``VoiceBank`` shares: the catalogue and the input checks."""
 
     voice_bank: VoiceBank
+    phonemizer: Phonemizer
     lanes = 1
     weights = "unshared"
+
+    def phonemize(self, text: str, speaks: Language, *, normalized: bool = True) -> Phonemized:
+        prepare = (lambda plain: normalize(plain, speaks)) if normalized else None
+        return self.phonemizer.phonemize(text, speaks, prepare=prepare)
 
     def voices(self) -> list[VoiceInfo]:
         return self.voice_bank.catalogue()

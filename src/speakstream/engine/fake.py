@@ -16,18 +16,11 @@ import numpy as np
 
 from speakstream.engine.base import VoiceBankEngine
 from speakstream.engine.cancel import CancelToken
-from speakstream.engine.voices import VoiceBank
+from speakstream.engine.phonemes.phonemizer import Phonemizer
+from speakstream.engine.voices import KOKORO_VOICES, VoiceBank
 from speakstream.errors import EngineError
 from speakstream.types import SAMPLE_RATE, AudioChunk, SynthesisTimings, WordTimestamp
 
-KOKORO_VOICES = (
-    "af_alloy af_aoede af_bella af_heart af_jessica af_kore af_nicole af_nova af_river af_sarah "
-    "af_sky am_adam am_echo am_eric am_fenrir am_liam am_michael am_onyx am_puck am_santa bf_alice "
-    "bf_emma bf_isabella bf_lily bm_daniel bm_fable bm_george bm_lewis ef_dora em_alex em_santa "
-    "ff_siwis hf_alpha hf_beta hm_omega hm_psi if_sara im_nicola jf_alpha jf_gongitsune jf_nezumi "
-    "jf_tebukuro jm_kumo pf_dora pm_alex pm_santa zf_xiaobei zf_xiaoni zf_xiaoxiao zf_xiaoyi "
-    "zm_yunjian zm_yunxi zm_yunxia zm_yunyang"
-).split()
 _WORD = re.compile(r"\w[\w'.-]*")
 
 
@@ -48,7 +41,11 @@ class FakeEngine(VoiceBankEngine):
         self.audio_per_char_s = audio_per_char_s
         self.fail_when = fail_when
         self.calls: list[str] = []
+        self.voices_used: list[str] = []
+        """The voice spec of each call, beside ``calls``."""
         self.voice_bank = VoiceBank({name: np.zeros((510, 256), np.float32) for name in KOKORO_VOICES})
+        self.phonemizer = Phonemizer()
+        """The real G2P (it needs no model), for the phoneme routes."""
 
     def throughput(self) -> float:
         """Its audio a character over its compute a character, per lane."""
@@ -59,6 +56,7 @@ class FakeEngine(VoiceBankEngine):
     ) -> AudioChunk:
         text, speed, _ = self.checked(text, voice, speed)
         self.calls.append(text)
+        self.voices_used.append(voice)
         if self.fail_when and self.fail_when(text):
             raise EngineError(f"injected failure for {text[:30]!r}")
         started = time.perf_counter()

@@ -252,8 +252,7 @@ class KokoroEngine(VoiceBankEngine):
     def parts(self, text: str, speaks: Language, *, normalized: bool = True) -> list[Phonemized]:
         """``text`` normalised (unless ``normalized`` is false: the client normalised it) and
         phonemised in ``speaks``, cut into the model's token windows."""
-        prepare = (lambda plain: normalize(plain, speaks)) if normalized else None
-        return windows(self.phonemizer.phonemize(text, speaks, prepare=prepare))
+        return windows(self.phonemize(text, speaks, normalized=normalized))
 
     def _whole_piece(
         self, text: str, voice: str, speed: float, cancel: CancelToken | None, normalized: bool = True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,15 @@ VOICE_ALIASES = {
     "cedar": "am_puck",
 }
 """OpenAI's voice names and the Kokoro voices that stand in for them."""
+KOKORO_VOICES = (
+    "af_alloy af_aoede af_bella af_heart af_jessica af_kore af_nicole af_nova af_river af_sarah "
+    "af_sky am_adam am_echo am_eric am_fenrir am_liam am_michael am_onyx am_puck am_santa bf_alice "
+    "bf_emma bf_isabella bf_lily bm_daniel bm_fable bm_george bm_lewis ef_dora em_alex em_santa "
+    "ff_siwis hf_alpha hf_beta hm_omega hm_psi if_sara im_nicola jf_alpha jf_gongitsune jf_nezumi "
+    "jf_tebukuro jm_kumo pf_dora pm_alex pm_santa zf_xiaobei zf_xiaoni zf_xiaoxiao zf_xiaoyi "
+    "zm_yunjian zm_yunxi zm_yunxia zm_yunyang"
+).split()
+"""The 54 voices of Kokoro-82M v1.0, as its assets name them."""
 _SPEC_PART = re.compile(r"\s*([a-z]{2}_[a-z0-9]{1,40})\s*(?::\s*([0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})\s*)?")
 """One voice of a spec: a name and an optional weight (no two ways to read a digit: linear time)."""
 _NAME_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,40}")
@@ -148,37 +158,7 @@ class VoiceBank:
 
     def parse(self, spec: str) -> list[tuple[str, float]]:
         """``"af_heart:0.7,af_bella:0.3"`` -> ``[("af_heart", 0.7), ("af_bella", 0.3)]``."""
-        if not isinstance(spec, str) or not spec.strip():
-            raise UnknownVoice("voice must be a non-empty string")
-        if len(spec) > MAX_SPEC_CHARS:
-            raise UnknownVoice(f"a voice spec is at most {MAX_SPEC_CHARS} characters")
-        parts = spec.split(",")
-        if len(parts) > MAX_BLEND:
-            raise UnknownVoice(f"a blend may mix at most {MAX_BLEND} voices")
-        parsed = []
-        for part in parts:
-            match = _SPEC_PART.fullmatch(part)
-            if not match:
-                name = part.split(":")[0].strip()
-                if _NAME_LIKE.fullmatch(name) and name not in self._voices:
-                    raise UnknownVoice(self._unknown(name))
-                raise UnknownVoice(f"cannot read voice {part.strip()[:40]!r}; use name or name:weight")
-            name, weight = match.group(1), float(match.group(2) or 1.0)
-            if name not in self._voices:
-                raise UnknownVoice(self._unknown(name))
-            parsed.append((name, weight))
-        total = sum(w for _, w in parsed)
-        if total <= 0:
-            raise UnknownVoice("blend weights must add up to more than zero")
-        return sorted(((n, w / total) for n, w in parsed), key=lambda nw: -nw[1])
-
-    def _unknown(self, name: str) -> str:
-        """Why ``name`` is not a voice, with the closest names (by spelling, or its bare name)."""
-        bare = {n.split("_", 1)[1]: n for n in self._voices}
-        close = difflib.get_close_matches(name, self.names, n=3, cutoff=0.5)
-        close += [bare[m] for m in difflib.get_close_matches(name, list(bare), n=3, cutoff=0.6) if bare[m] not in close]
-        hint = f"; closest: {', '.join(close[:3])}" if close else ""
-        return f"unknown voice {name[:40]!r}{hint}; list them with `speakstream voices` or GET /v1/audio/voices"
+        return parse_blend(spec, self._voices)
 
     def style(self, spec: str, tokens: int) -> NDArray[np.float32]:
         """The [1, 256] style row for an utterance of ``tokens`` phoneme tokens."""
@@ -197,3 +177,52 @@ class VoiceBank:
             if len(self._blends) < 256:
                 self._blends[spec] = cached
         return cached
+
+
+def parse_blend(spec: str, known: Collection[str]) -> list[tuple[str, float]]:
+    """A blend's voices (each of ``known``, once) and weights normalised to sum to one, the
+    heaviest first; ``UnknownVoice`` says what is wrong with it."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise UnknownVoice("voice must be a non-empty string")
+    if len(spec) > MAX_SPEC_CHARS:
+        raise UnknownVoice(f"a voice spec is at most {MAX_SPEC_CHARS} characters")
+    parts = spec.split(",")
+    if len(parts) > MAX_BLEND:
+        raise UnknownVoice(f"a blend may mix at most {MAX_BLEND} voices")
+    parsed: dict[str, float] = {}
+    for part in parts:
+        match = _SPEC_PART.fullmatch(part)
+        if not match:
+            name = part.split(":")[0].strip()
+            if _NAME_LIKE.fullmatch(name) and name not in known:
+                raise UnknownVoice(unknown_voice(name, known))
+            raise UnknownVoice(f"cannot read voice {part.strip()[:40]!r}; use name or name:weight")
+        name, weight = match.group(1), float(match.group(2) or 1.0)
+        if name not in known:
+            raise UnknownVoice(unknown_voice(name, known))
+        if name in parsed:
+            raise UnknownVoice(
+                f"the blend names {name} twice; give each voice once, with its weight", code="invalid_blend"
+            )
+        parsed[name] = weight
+    total = sum(parsed.values())
+    if total <= 0:
+        raise UnknownVoice("blend weights must add up to more than zero", code="invalid_blend")
+    return sorted(((n, w / total) for n, w in parsed.items()), key=lambda nw: -nw[1])
+
+
+def blend_spec(parts: list[tuple[str, float]]) -> str:
+    """The spec of a parsed blend: ``"af_heart:0.6,af_bella:0.4"`` (one voice: its name)."""
+    if len(parts) == 1:
+        return parts[0][0]
+    return ",".join(f"{name}:{round(weight, 6):g}" for name, weight in parts)
+
+
+def unknown_voice(name: str, known: Collection[str]) -> str:
+    """Why ``name`` is not a voice, with the closest names (by spelling, or its bare name)."""
+    names = sorted(known)
+    bare = {n.split("_", 1)[1]: n for n in names if "_" in n}
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    close += [bare[m] for m in difflib.get_close_matches(name, list(bare), n=3, cutoff=0.6) if bare[m] not in close]
+    hint = f"; closest: {', '.join(close[:3])}" if close else ""
+    return f"unknown voice {name[:40]!r}{hint}; list them with `speakstream voices` or GET /v1/audio/voices"

@@ -156,6 +156,8 @@ class WordTimestamps:
     duration_s: float
     words: list[dict[str, float | str]]
     """``{"word", "start_s", "end_s"}``, in seconds from the start of the reply."""
+    voice: str | None = None
+    """Who speaks these words: the voice as the client named it (a dialogue's speakers differ)."""
     type: str = "word_timestamps"
 
 

@@ -16,9 +16,17 @@ from starlette.websockets import WebSocket
 from speakstream.config import ServerConfig
 from speakstream.engine.base import Engine
 from speakstream.errors import internal_error
-from speakstream.server import http, openai
+from speakstream.server import http, openai, phoneme_routes, voice_routes
 from speakstream.server.bidi import BidiSession
-from speakstream.server.dialects import cartesia, cartesia_dictionaries, dictionaries, elevenlabs
+from speakstream.server.dialects import (
+    cartesia,
+    cartesia_dictionaries,
+    cartesia_voices,
+    dictionaries,
+    elevenlabs,
+    elevenlabs_dialogue,
+    elevenlabs_voices,
+)
 from speakstream.server.runtime import EngineFactory, Runtime
 from speakstream.server.security import SecurityMiddleware, client_of
 
@@ -77,9 +85,14 @@ def create_app(
         Route("/v1/models", openai.models),
         Route("/metrics", http.metrics),
         Route("/v1/session-token", http.session_token, methods=["POST"]),
+        *voice_routes.routes(),
+        *phoneme_routes.routes(),
+        *elevenlabs_voices.routes(),
+        *elevenlabs_dialogue.routes(),
         *elevenlabs.routes(),
         *dictionaries.routes(),
         *cartesia_dictionaries.routes(),
+        *cartesia_voices.routes(),
         *cartesia.routes(),
         *extra_routes,
     ]
@@ -89,7 +102,7 @@ def create_app(
             Middleware(
                 CORSMiddleware,
                 allow_origins=list(config.cors_origins),
-                allow_methods=["GET", "POST", "OPTIONS"],
+                allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
                 allow_headers=["Authorization", "Content-Type", "Accept", "xi-api-key", "X-API-Key"],
                 expose_headers=["X-Request-Id"],
             )

@@ -58,8 +58,9 @@ class BidiSession(SocketSession):
 
     def __init__(self, websocket: WebSocket, runtime: Runtime, client: str = "") -> None:
         super().__init__(websocket, runtime, client)
-        self.defaults = runtime.defaults
-        """The server's defaults, then what the session's ``configure`` messages set over them."""
+        self.options = Options()
+        """What the session's ``configure`` messages set, over the server's defaults (a saved
+        voice's own speed and language between them)."""
         self._pending: deque[Reply] = deque()
         self._request_ready = asyncio.Event()
         self._active: tuple[Reply, asyncio.Task[None]] | None = None
@@ -111,12 +112,13 @@ class BidiSession(SocketSession):
             self._sent.finish(item.finishes)
 
     def _hello(self) -> Outgoing:
+        defaults = self.rt.defaults
         return self._message(
             SessionStart(
                 session_id=self.id,
-                voice=self.defaults.voice or "",
-                speed=self.defaults.speed or 1.0,
-                format=self.defaults.format or "pcm",
+                voice=defaults.voice or "",
+                speed=defaults.speed or 1.0,
+                format=defaults.format or "pcm",
                 sample_rate=24_000,
                 limits=self.config.limits(),
             )
@@ -152,7 +154,7 @@ class BidiSession(SocketSession):
             )
         if request_id is not None and request_id in self._known_ids():
             raise ProtocolError(f"request_id {request_id!r} is already in use", code="duplicate_request_id")
-        settings = self.rt.settings(options.over(self.defaults))
+        settings = self.rt.settings(options.over(self.options))
         return self.rt.reply(self.id, request_id, settings, self.client, route="websocket")
 
     def _known_ids(self) -> set[str]:
@@ -175,6 +177,8 @@ class BidiSession(SocketSession):
         fresh = stream is None
         if stream is None:
             stream = self._new_reply(message.request_id, message.options)
+        elif message.options.voice is not None:  # a dialogue: the speaker changes mid-reply
+            stream.speak_as(message.options.voice)
         if message.chunk:
             stream.push_chunk(message.text)
         else:
@@ -192,9 +196,9 @@ class BidiSession(SocketSession):
         self._stream = None
 
     def _configure(self, options: Options) -> None:
-        merged = options.over(self.defaults)
+        merged = options.over(self.options)
         validate(self.rt.require_scheduler(), self.rt.settings(merged))
-        self.defaults = merged
+        self.options = merged
 
     def _text_idle(self) -> bool:
         """End the open appended request when it had no text for ``text_idle_s``."""
@@ -308,6 +312,7 @@ def timestamps(request_id: str, out: ChunkOut) -> WordTimestamps:
         offset_s=round(out.offset_s, 4),
         duration_s=round(out.chunk_duration_s, 4),
         words=[w.to_dict() for w in out.words],
+        voice=out.voice or None,
     )
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import secrets
 import threading
 import time
@@ -25,7 +24,7 @@ from speakstream.engine.phonemes.languages import BY_LETTER
 from speakstream.engine.phonemes.phonemizer import vocab
 from speakstream.errors import InvalidInput, NotFound, OverLimit, StoreUnavailable
 from speakstream.protocol import Locator
-from speakstream.storage import unwritable
+from speakstream.storage import unwritable, write_json
 from speakstream.text import pls
 from speakstream.text.lexicon import Lexicon, Rule, arpabet_to_ipa, merged
 
@@ -238,11 +237,8 @@ class DictionaryStore:
 
     def _put(self, dictionary: Dictionary) -> None:
         if self.directory is not None:
-            path = self.directory / f"{dictionary.id}.json"
-            temporary = path.with_suffix(".json.tmp")
             with self._saving():
-                temporary.write_text(json.dumps(_saved(dictionary), ensure_ascii=False), "utf-8")
-                os.replace(temporary, path)  # a crash leaves the old file or the new one, never half of one
+                write_json(self.directory / f"{dictionary.id}.json", _saved(dictionary))
         self._items[dictionary.id] = dictionary
 
 

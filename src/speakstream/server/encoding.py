@@ -40,6 +40,8 @@ class ChunkOut:
     bound, as the engine trims the chunk's trailing silence while it decodes."""
     ends_chunk: bool = False
     """The chunk's last piece."""
+    voice: str = ""
+    """Who speaks the chunk (on its first piece): the voice as the client named it."""
 
     @property
     def starts_chunk(self) -> bool:
@@ -93,10 +95,16 @@ class ReplyAudio:
     max_audio_s: float
 
     async def piece(
-        self, job: Job, piece: AudioPiece, sequence: int, text: str, words: tuple[WordTimestamp, ...]
+        self,
+        job: Job,
+        piece: AudioPiece,
+        sequence: int,
+        text: str,
+        words: tuple[WordTimestamp, ...],
+        voice: str = "",
     ) -> ChunkOut:
-        """``piece`` of ``job``'s chunk encoded (``text``: the chunk's, shown on its first piece;
-        ``words``: the piece's, placed in the reply)."""
+        """``piece`` of ``job``'s chunk encoded (``text``, ``voice``: the chunk's, on its first
+        piece; ``words``: the piece's, placed in the reply)."""
         offset = self.stats.duration_s
         self._check_length(piece.duration_s)
         if piece.index == 0:
@@ -112,9 +120,9 @@ class ReplyAudio:
         self.stats.duration_s += piece.duration_s
         first = piece.index == 0
         chunk_s = piece.chunk_duration_s if first else 0.0
-        return ChunkOut(
-            sequence, text if first else "", self._count(data), offset, piece.duration_s, words, chunk_s, piece.last
-        )
+        shown = text if first else ""
+        data = self._count(data)
+        return ChunkOut(sequence, shown, data, offset, piece.duration_s, words, chunk_s, piece.last, voice)
 
     async def silence(self, pause: Pause, sequence: int) -> ChunkOut:
         """An SSML break: silence of its length, between two chunks (no engine time)."""

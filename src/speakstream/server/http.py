@@ -62,9 +62,11 @@ def json_route(
     work: Callable[[Request], Awaitable[Any]],
     method: str,
     errors: Callable[[SpeakstreamError, Runtime], Response] = error_response,
+    *,
+    status: int = 200,
 ) -> Route:
-    """A route answering ``work``'s JSON (204 when it returns None), or the ``errors`` response
-    (which counts the error) to a ``SpeakstreamError``: the dictionary APIs' routes."""
+    """A route answering ``work``'s JSON with ``status`` (204 when it returns None), or the
+    ``errors`` response (which counts the error) to a ``SpeakstreamError``: the store APIs' routes."""
 
     async def endpoint(request: Request) -> Response:
         runtime = runtime_of(request)
@@ -72,7 +74,7 @@ def json_route(
             answer = await work(request)
         except SpeakstreamError as exc:
             return errors(exc, runtime)
-        return Response(status_code=204) if answer is None else JSONResponse(answer)
+        return Response(status_code=204) if answer is None else JSONResponse(answer, status)
 
     return Route(path, endpoint, methods=[method])
 
@@ -303,6 +305,7 @@ async def sse_stream(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, No
                         "duration_s": round(out.duration_s * share, 4),
                         "audio": base64.b64encode(part).decode("ascii"),
                         "words": [w.to_dict() for w in out.words] if first else [],
+                        **({"voice": out.voice} if first and out.voice else {}),
                     },
                 )
                 sequence += 1

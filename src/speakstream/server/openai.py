@@ -32,6 +32,7 @@ from speakstream.server.http import (
 from speakstream.server.reply import Reply
 from speakstream.server.runtime import Runtime
 from speakstream.server.speech import SpeechRequest, body_limit, open_reply
+from speakstream.server.voice_routes import catalogue
 
 OPENAI_FORMATS = {"mp3": "mp3", "opus": "opus", "aac": "adts", "flac": "flac", "wav": "wav", "pcm": "pcm"}
 MODELS = ("kokoro", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
@@ -104,7 +105,7 @@ async def voices(request: Request) -> Response:
     voices = scheduler.engine.voices()
     return JSONResponse(
         {
-            "voices": [v.to_dict() for v in voices],
+            "voices": catalogue(request),
             "languages": [
                 {**group, "sample": language_samples()[group["language"]]["reply"]} for group in by_language(voices)
             ],

@@ -2,26 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from speakstream.audio import audio_format, output_rate
-from speakstream.engine.base import check_speed
+from speakstream.engine.base import MAX_SPEED, MIN_SPEED, check_speed
 from speakstream.engine.phonemes.inline import to_kokoro
 from speakstream.engine.phonemes.phonemizer import vocab
 from speakstream.engine.phonemes.scripts import check_script
+from speakstream.engine.voices import with_language
 from speakstream.errors import InvalidInput
 from speakstream.protocol import CHUNKING
 from speakstream.scheduler import Scheduler
 from speakstream.text import ChunkPolicy, IncrementalSentenceChunker
 from speakstream.text.lexicon import INLINE, Lexicon
-from speakstream.text.script import Script
+from speakstream.text.script import Say, Script
 from speakstream.text.ssml import SsmlReader, is_ssml
 from speakstream.text.whole import WholeText
+
+
+def as_given(voice: str) -> str:
+    return voice
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplySettings:
     voice: str = "af_heart"
+    """The spec the engine reads (a saved voice resolved to its blend, in its language)."""
+    voice_name: str = ""
+    """The voice as the request named it (a saved voice's name): what word timestamps say spoke."""
+    speaker: Callable[[str], str] = as_given
+    """A speaker's voice name as a spec (SSML ``<voice>``, an append's voice): the server's
+    saved voices and aliases resolved."""
     speed: float = 1.0
     format: str = "pcm"
     sample_rate: int | None = None
@@ -85,3 +97,30 @@ def validate(scheduler: Scheduler, settings: ReplySettings) -> ReplySettings:
     check_speed(settings.speed)
     output_rate(audio_format(settings.format), settings.sample_rate)
     return settings
+
+
+@dataclass(frozen=True, slots=True)
+class Spoken:
+    """A chunk queued to speak, with the voice and speed it is read in."""
+
+    text: str
+    voice: str
+    speed: float
+    ends_at: int | None = None
+    """Where its part of the client's text ends, when a tag cut it there."""
+    speaker: str = ""
+    """The voice as the client named it (a saved voice's name): what word timestamps say spoke."""
+
+
+def spoken(scheduler: Scheduler, settings: ReplySettings, say: Say, *, checked: bool) -> Spoken:
+    """A chunk in the voice, language and speed its reading names (a dialogue's speaker, an SSML
+    ``<lang>`` or ``<prosody>``); its text is checked here unless the reply's whole text was."""
+    voice, speed, speaker = settings.voice, settings.speed, settings.voice_name
+    if say.reading.voice is not None:  # a speaker of a dialogue: its own voice and language
+        voice, speaker = settings.speaker(say.reading.voice), say.reading.voice
+    if say.reading.language is not None:
+        voice = with_language(voice, say.reading.language)
+    if not checked or say.reading.voice is not None:  # its text was not checked in this voice
+        readable(scheduler, voice, say.text)
+    speed = min(MAX_SPEED, max(MIN_SPEED, speed * say.reading.speed))
+    return Spoken(say.text, voice, speed, say.ends_at, speaker)

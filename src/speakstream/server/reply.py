@@ -14,35 +14,21 @@ import time
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from speakstream.audio import audio_format, open_encoder, output_rate
-from speakstream.engine.base import MAX_SPEED, MIN_SPEED
-from speakstream.engine.voices import with_language
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.scheduler import Job, PlaybackClock, Scheduler
 from speakstream.server.encoding import ChunkOut, ReplyAudio, ReplyStats
-from speakstream.server.reading import ReplySettings, readable, script_for, shown, validate
+from speakstream.server.reading import ReplySettings, Spoken, script_for, shown, spoken, validate
 from speakstream.server.tracing import ReplyTrace
 from speakstream.text import ChunkPolicy
 from speakstream.text.length import least_seconds
-from speakstream.text.script import Part, Say
+from speakstream.text.script import Part
 from speakstream.text.spans import SpanFinder
 from speakstream.text.ssml import Pause
 from speakstream.types import AudioPiece, WordTimestamp
-
-
-@dataclass(frozen=True, slots=True)
-class Spoken:
-    """A chunk queued to speak, with the voice and speed it is read in."""
-
-    text: str
-    voice: str
-    speed: float
-    ends_at: int | None = None
-    """Where its part of the client's text ends, when a tag cut it there."""
-
 
 OFF_LOOP_CHARS = 2_000
 """Text from this long is chunked in a worker thread: hostile text costs the chunker about 1.5 ms
@@ -86,7 +72,8 @@ class Reply:
         self._texts: deque[Spoken | Pause] = deque()
         self.spans = SpanFinder()
         """Where each word came from in the client's text."""
-        self._ends: dict[int, int | None] = {}
+        self._queued: dict[int, Spoken] = {}
+        self._speaker = settings.voice_name
         self._text_ready = asyncio.Event()
         self._ended = False
         self._received = 0
@@ -142,6 +129,15 @@ class Reply:
         await self.apush(text)
         self.end_input()
 
+    def speak_as(self, voice: str | None, pause_s: float = 0.0) -> None:
+        """Text pushed after this is read by ``voice`` (None: the reply's own) after ``pause_s`` of
+        silence; text before it is cut off and read by the voice before. The same voice: no-op."""
+        if (speaker := voice or self.settings.voice_name) == self._speaker and pause_s <= 0:
+            return
+        self.scheduler.engine.check_voice(self.settings.speaker(voice) if voice else self.settings.voice)
+        self._queue(self._script.speak_as(voice, pause_s))
+        self._speaker = speaker
+
     def push_chunk(self, text: str) -> None:
         """Text the client already chunked: spoken as one chunk, as it is (after anything pushed
         before it), so a chunking client such as ``VoiceAgent`` is the only one that decides."""
@@ -171,8 +167,9 @@ class Reply:
     def _queue(self, parts: list[Part]) -> None:
         """Queue the script's parts, each chunk with the voice and speed it is read in (a voice
         or language it cannot be read in is refused here, before its turn)."""
+        checked = not self._script.ssml
         for part in parts:
-            queued = part if isinstance(part, Pause) else self._spoken(part)
+            queued = part if isinstance(part, Pause) else spoken(self.scheduler, self.settings, part, checked=checked)
             self._least_s += queued.seconds if isinstance(queued, Pause) else least_seconds(queued.text) / queued.speed
             if self._least_s > self._max_audio_s:
                 raise InvalidInput(
@@ -183,15 +180,6 @@ class Reply:
             self._texts.append(queued)
         if parts:
             self._text_ready.set()
-
-    def _spoken(self, say: Say) -> Spoken:
-        voice, speed = self.settings.voice, self.settings.speed
-        if say.reading.language is not None:
-            voice = with_language(voice, say.reading.language)
-        if self._script.ssml:  # its whole text was not checked: it is markup
-            readable(self.scheduler, voice, say.text)
-        speed = min(MAX_SPEED, max(MIN_SPEED, speed * say.reading.speed))
-        return Spoken(say.text, voice, speed, say.ends_at)
 
     async def outputs(self) -> AsyncIterator[ChunkOut]:
         """Encoded audio chunk by chunk; the last item holds the encoder's tail (no words)."""
@@ -255,7 +243,7 @@ class Reply:
                 jobs.put_nowait(part)
                 continue
             self.texts.append(part.text)
-            self._ends[index] = part.ends_at
+            self._queued[index] = part
             try:
                 job = self.scheduler.submit(
                     self.session_id,
@@ -280,7 +268,8 @@ class Reply:
         try:
             async for piece in job.stream():
                 words = self._placed(job, piece, audio.stats.duration_s - piece.offset_s)
-                yield await audio.piece(job, piece, sequence, shown(job.text), words)
+                speaker = self._queued[job.index].speaker if piece.index == 0 else ""
+                yield await audio.piece(job, piece, sequence, shown(job.text), words, speaker)
                 sequence += 1
         except InvalidInput as exc:
             if exc.code != "empty_text":
@@ -294,5 +283,5 @@ class Reply:
         if not piece.words:
             return ()
         self.spans.ssml = self._script.ssml
-        spans = self.spans.place([w.word for w in piece.words], job.text, self._ends.pop(job.index, None))
+        spans = self.spans.place([w.word for w in piece.words], job.text, self._queued[job.index].ends_at)
         return tuple(replace(w.shifted(chunk_start), chars=chars) for w, chars in zip(piece.words, spans, strict=True))

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
+from dataclasses import replace
 from typing import Protocol
 
 from speakstream.config import ServerConfig
@@ -27,6 +28,7 @@ from speakstream.server.dictionaries import DictionaryStore
 from speakstream.server.metrics import Metrics
 from speakstream.server.reading import ReplySettings
 from speakstream.server.reply import Reply
+from speakstream.server.saved_voices import VoiceStore
 from speakstream.server.tracing import Tracing
 from speakstream.types import AudioPiece
 
@@ -62,8 +64,13 @@ class Runtime:
             max_dictionaries=config.max_dictionaries,
             max_rules=config.max_dictionary_rules,
         )
-        if config.data_required and self.dictionaries.read_only is not None:
-            reason = self.dictionaries.read_only
+        self.voices = VoiceStore.open(
+            config.data_dir / "voices" if config.data_dir else None,
+            config.voices_dir,
+            max_voices=config.max_saved_voices,
+        )
+        reason = self.dictionaries.read_only or self.voices.read_only
+        if config.data_required and reason is not None:
             raise StoreUnavailable(f"the data directory must be writable (data_required): {reason}")
 
     @property
@@ -78,6 +85,8 @@ class Runtime:
         started = time.perf_counter()
         try:
             engine = await asyncio.to_thread(self._factory)
+            for saved in self.voices.all():  # a saved voice that mixes a voice the assets lack stops the start
+                engine.check_voice(saved.blend)
             await asyncio.to_thread(engine.warm, self.config.voice)
         except SpeakstreamError as exc:
             self.load_error = exc
@@ -184,13 +193,20 @@ class Runtime:
     def settings(self, options: Options, *, bitrate: int | None = None) -> ReplySettings:
         """What a reply is spoken with: the request's options over the server's defaults (and an
         encoder ``bitrate`` a vendor's format names, such as ElevenLabs' ``mp3_44100_128``)."""
+        saved = self.voices.find(options.voice)
+        if saved is not None:  # its blend, and its speed, language and dictionaries under the request's
+            dictionaries = options.dictionaries + tuple(d for d in saved.dictionaries if d not in options.dictionaries)
+            options = replace(options, voice=None, dictionaries=dictionaries).over(saved.options)
         merged = options.over(self.defaults)
         voice = merged.voice or self.config.voice
         voice = VOICE_ALIASES.get(voice, voice)
+        name = (saved.name if saved else options.voice) or self.config.voice
         if merged.language:  # the engine reads the language from the spec: "af_heart@es"
             voice = with_language(voice, merged.language)
         return ReplySettings(
             voice=voice,
+            voice_name=name,
+            speaker=self.speaker,
             speed=merged.speed or self.config.speed,
             format=merged.format or self.config.format,
             sample_rate=merged.sample_rate,
@@ -200,6 +216,14 @@ class Runtime:
             normalize=merged.normalize is not False,
             bitrate=bitrate,
         )
+
+    def speaker(self, voice: str) -> str:
+        """The spec a speaker's ``voice`` reads with: a saved voice's blend (in its language), an
+        OpenAI name's Kokoro voice, else the voice as given."""
+        saved = self.voices.find(voice)
+        if saved is None:
+            return VOICE_ALIASES.get(voice, voice)
+        return with_language(saved.blend, saved.language) if saved.language else saved.blend
 
     def error(self, exc: SpeakstreamError) -> None:
         self.metrics.errors.labels(exc.code).inc()

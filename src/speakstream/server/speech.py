@@ -4,14 +4,15 @@ it), speaks it and waits for admission, so every route answers a fault with the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from starlette.requests import Request
 
 from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput
 from speakstream.protocol import Options
-from speakstream.server.reading import check_readable
+from speakstream.server.reading import ReplySettings, check_readable, readable
 from speakstream.server.reply import Reply
 from speakstream.server.runtime import Runtime
 from speakstream.server.security import client_of
@@ -37,6 +38,38 @@ def body_limit(runtime: Runtime) -> int:
     return runtime.config.max_text_chars * 4 + 4096
 
 
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One speaker's text in a dialogue."""
+
+    text: str
+    voice: str
+
+
+async def open_dialogue(runtime: Runtime, request: Request, turns: Sequence[Turn], speech: SpeechRequest) -> Reply:
+    """A reply of several speakers, each turn read by its own voice (in its own language) after
+    ``turn_pause_s`` of silence; ``speech`` carries the options (its text is unused). The client's
+    text is the turns' texts joined by a space, so characters index into it."""
+    limit, most = runtime.config.max_text_chars, runtime.config.max_turns
+    if not turns or len(turns) > most:
+        raise InvalidInput(f"a dialogue has 1 to {most} turns, not {len(turns)}", code="invalid_dialogue")
+    texts = [check_text(turn.text) for turn in turns]
+    if sum(map(len, texts)) > limit:
+        raise InvalidInput(f"the dialogue's text is over the {limit}-character limit", code="text_too_long")
+    options = replace(speech.options, voice=turns[0].voice, text_type="text")
+    settings = runtime.settings(options, bitrate=speech.bitrate)
+    scheduler = runtime.require_scheduler()
+    for i, turn in enumerate(turns):
+        readable(scheduler, settings.voice if i == 0 else settings.speaker(turn.voice), turn.text)
+    reply = _reply(runtime, request, speech, settings)
+    for i, turn in enumerate(turns):
+        if i:
+            reply.speak_as(turn.voice, runtime.config.turn_pause_s)
+        await reply.apush(" " + turn.text if i else turn.text)
+    reply.end_input()
+    return await _admitted(runtime, reply, speech.route)
+
+
 async def open_reply(runtime: Runtime, request: Request, speech: SpeechRequest) -> Reply:
     """``speech``'s reply, its text queued and admitted at the scheduler; a ``SpeakstreamError``
     says what is wrong before any audio."""
@@ -46,9 +79,17 @@ async def open_reply(runtime: Runtime, request: Request, speech: SpeechRequest) 
         raise InvalidInput(f"text is over the {limit}-character limit", code="text_too_long")
     settings = runtime.settings(speech.options, bitrate=speech.bitrate)
     check_readable(runtime.require_scheduler(), settings, text)
-    session_id, client = runtime.new_id(speech.route), client_of(request.scope)
-    reply = runtime.reply(session_id, speech.request_id, settings, client, route=speech.route, headers=request.headers)
+    reply = _reply(runtime, request, speech, settings)
     await reply.speak(text)
+    return await _admitted(runtime, reply, speech.route)
+
+
+def _reply(runtime: Runtime, request: Request, speech: SpeechRequest, settings: ReplySettings) -> Reply:
+    session_id, client = runtime.new_id(speech.route), client_of(request.scope)
+    return runtime.reply(session_id, speech.request_id, settings, client, route=speech.route, headers=request.headers)
+
+
+async def _admitted(runtime: Runtime, reply: Reply, route: str) -> Reply:
     await reply.admitted()
-    runtime.metrics.requests.labels(speech.route).inc()
+    runtime.metrics.requests.labels(route).inc()
     return reply

@@ -7,7 +7,7 @@ way and a pause falls exactly where it was asked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from speakstream.text.chunker import has_words
@@ -44,6 +44,7 @@ class Script:
         self._rewriter = rewriter
         self._ssml = ssml
         self._reading = Reading()
+        self._speaker: str | None = None
 
     @property
     def ssml(self) -> bool:
@@ -65,6 +66,15 @@ class Script:
         parts = self._cut()
         text = self._rewriter.lexicon.apply(text) if self._rewriter else text
         return [*parts, *self._says([text.strip()])]
+
+    def speak_as(self, voice: str | None, pause_s: float = 0.0) -> list[Part]:
+        """The text after this is read by ``voice`` (None: the request's), unless SSML names
+        another, after ``pause_s`` of silence: everything before is cut, read by the voice before."""
+        parts = self._cut()
+        if pause_s > 0:
+            parts.append(Pause(pause_s))
+        self._speaker = voice
+        return parts
 
     def end(self) -> list[Part]:
         """The rest of the reply, now that no more text follows."""
@@ -100,4 +110,7 @@ class Script:
 
     def _says(self, texts: list[str]) -> list[Part]:
         # a run of marks alone says nothing: the chunks' own pause is enough
-        return [Say(text, self._reading) for text in texts if has_words(text)]
+        reading = self._reading
+        if reading.voice is None and self._speaker is not None:
+            reading = replace(reading, voice=self._speaker)
+        return [Say(text, reading) for text in texts if has_words(text)]

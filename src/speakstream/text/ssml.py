@@ -39,10 +39,11 @@ class Pause:
 @dataclass(frozen=True, slots=True)
 class Reading:
     """How the text after it is read: ``speed`` times the request's speed, in ``language`` (a tag
-    such as ``es``; None: the voice's own)."""
+    such as ``es``; None: the voice's own), by ``voice`` (a speaker's voice; None: the request's)."""
 
     speed: float = 1.0
     language: str | None = None
+    voice: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +215,8 @@ def _reading_of(name: str, attributes: dict[str, str], outer: Reading) -> Readin
     reading = outer
     if "xml:lang" in attributes and name in ("speak", "lang", "p", "s", "voice"):
         reading = replace(reading, language=attributes["xml:lang"].strip() or None)
+    if name == "voice" and "name" in attributes:
+        reading = replace(reading, voice=attributes["name"].strip() or None)
     if name == "prosody" and "rate" in attributes:
         reading = replace(reading, speed=reading.speed * _rate(attributes["rate"]))
     return reading

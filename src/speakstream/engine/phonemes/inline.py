@@ -70,3 +70,28 @@ def to_kokoro(phonemes: str, language: Language, vocab: dict[str, int]) -> str:
             code="invalid_phonemes",
         )
     return mapped
+
+
+_PHONEME_WORD = re.compile(r"([.,;:!?…—\"“”()¡¿]*)([^\s.,;:!?…—\"“”()¡¿]+)([.,;:!?…—\"“”()¡¿]*)")
+MAX_PHONEMES_CHARS = 5_000
+
+
+def as_inline(phonemes: str) -> str:
+    """Phonemes given whole (``"həlˈO, wˈɜɹld!"``, IPA or Kokoro's symbols) as text of inline
+    words (``"[həlˈO](/həlˈO/), [wˈɜɹld](/wˈɜɹld/)!"``), so they are chunked, spoken and timed
+    as any text is; each word shows as its phonemes."""
+    if not isinstance(phonemes, str) or not phonemes.strip():
+        raise InvalidInput("phonemes must be a non-empty string", code="invalid_phonemes")
+    if len(phonemes) > MAX_PHONEMES_CHARS:
+        raise InvalidInput(f"phonemes are at most {MAX_PHONEMES_CHARS} characters", code="invalid_phonemes")
+    words = []
+    for token in phonemes.split():
+        match = _PHONEME_WORD.fullmatch(token)
+        if match is None:  # punctuation alone
+            words.append(token)
+            continue
+        lead, word, trail = match.groups()
+        if len(word) > 100 or any(c in word for c in "[]/.,;:!?()"):
+            raise InvalidInput(f"cannot read phonemes {word[:40]!r} as a word", code="invalid_phonemes")
+        words.append(f"{lead}[{word}](/{word}/){trail}")
+    return " ".join(words)

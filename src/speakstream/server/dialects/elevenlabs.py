@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -240,8 +240,8 @@ async def speech_with_timestamps(request: Request) -> Response:
     if isinstance(reply, Response):
         return reply
     if request.url.path.rstrip("/").endswith("/stream/with-timestamps"):
-        return streaming(_timed_lines(reply, runtime), runtime, media_type="application/x-ndjson")
-    return await _timed_whole(reply, runtime)
+        return streaming(timed_lines(reply, runtime), runtime, media_type="application/x-ndjson")
+    return await timed_whole(reply, runtime)
 
 
 async def _admitted(request: Request, runtime: Runtime) -> Reply | Response:
@@ -269,29 +269,40 @@ def _speech(request: Request, data: dict[str, Any], runtime: Runtime) -> SpeechR
 
 
 Alignments = tuple[dict[str, list[Any]], dict[str, list[Any]]]
+Extra = Callable[[ChunkOut, float], dict[str, list[Any]]]
+"""More lists for a finished chunk's message (its first output, its audio seconds): a dialogue's
+``voice_segments``."""
 
 
-async def _chunk_alignments(reply: Reply) -> AsyncIterator[tuple[ChunkOut, Alignments | None]]:
+def _no_extra(first: ChunkOut, duration_s: float) -> dict[str, list[Any]]:
+    return {}
+
+
+async def _chunk_alignments(
+    reply: Reply, extra: Extra
+) -> AsyncIterator[tuple[ChunkOut, Alignments | None, dict[str, list[Any]]]]:
     """The reply's outputs, each with the alignments (the client's text, the spoken text) of the
-    chunk it ends (or None)."""
+    chunk it ends (or None), and ``extra``'s lists for it."""
     track, source = ChunkTracker(), SourceAlignment()
     async for out in reply.outputs():
         track.see(out)
         if track.finished is None:
-            yield out, None
+            yield out, None, {}
             continue
         first, duration_s = track.finished
         spoken = chunk_char_times(first, duration_s, word_break=track.chunks > 1)
         written = source.times(reply, first, duration_s) or spoken
-        yield out, (_http_alignment(first, written), _http_alignment(first, spoken))
+        yield out, (_http_alignment(first, written), _http_alignment(first, spoken)), extra(first, duration_s)
 
 
-async def _timed_lines(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, None]:
+async def timed_lines(reply: Reply, runtime: Runtime, extra: Extra = _no_extra) -> AsyncGenerator[bytes, None]:
+    """The reply as ElevenLabs' ``/stream/with-timestamps`` lines: audio, each chunk's alignments."""
     try:
-        async for out, alignment in _chunk_alignments(reply):
+        async for out, alignment, more in _chunk_alignments(reply, extra):
             message: dict[str, Any] = {"audio_base64": base64.b64encode(out.data).decode("ascii")}
             if alignment is not None:
                 message["alignment"], message["normalized_alignment"] = alignment
+            message.update(more)
             if out.data or alignment is not None:
                 yield (json.dumps(message) + "\n").encode()
     except SpeakstreamError as exc:
@@ -299,19 +310,23 @@ async def _timed_lines(reply: Reply, runtime: Runtime) -> AsyncGenerator[bytes, 
         yield (json.dumps({"error": exc.code, "message": exc.message}) + "\n").encode()
 
 
-async def _timed_whole(reply: Reply, runtime: Runtime) -> Response:
+async def timed_whole(reply: Reply, runtime: Runtime, extra: Extra = _no_extra) -> Response:
+    """The reply as ElevenLabs' ``/with-timestamps`` object: the audio, the whole alignments."""
     audio = bytearray()
     whole: list[dict[str, list[Any]]] = [{k: [] for k in ("characters", *_TIME_KEYS)} for _ in range(2)]
+    extras: dict[str, list[Any]] = {}
     try:
-        async for out, alignments in _chunk_alignments(reply):
+        async for out, alignments, more in _chunk_alignments(reply, extra):
             audio += out.data
             for joined, alignment in zip(whole, alignments or (), strict=False):
                 for key, values in alignment.items():
                     joined[key] += values
+            for key, values in more.items():
+                extras.setdefault(key, []).extend(values)
     except SpeakstreamError as exc:
         return elevenlabs_error(exc, runtime)
     body = {"audio_base64": base64.b64encode(bytes(audio)).decode("ascii"), "alignment": whole[0]}
-    return JSONResponse({**body, "normalized_alignment": whole[1]})
+    return JSONResponse({**body, "normalized_alignment": whole[1], **extras})
 
 
 def _http_alignment(first: ChunkOut, times: CharTimes) -> dict[str, list[Any]]:

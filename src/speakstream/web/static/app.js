@@ -63,6 +63,13 @@ async function loadChoices() {
     $("voice").appendChild(optgroup);
     samples[group.language] = group.sample;
   }
+  const saved = voices.voices.filter((v) => v.saved);
+  if (saved.length) {
+    const optgroup = document.createElement("optgroup");
+    optgroup.label = "Saved voices";
+    for (const voice of saved) optgroup.appendChild(new Option(`${voice.id} (${voice.blend})`, voice.id));
+    $("voice").prepend(optgroup);
+  }
   languageOf = Object.fromEntries(voices.voices.map((v) => [v.id, v.language]));
   for (const reply of replies.replies) {
     $("reply").add(new Option(`${reply.id}: ${reply.text.slice(0, 40)}...`, reply.id, reply.id === replies.default, reply.id === replies.default));
