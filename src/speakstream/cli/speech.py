@@ -121,13 +121,9 @@ async def _say_remote(args: argparse.Namespace, text: str, fmt: str) -> tuple[by
 def local_voice(name: str, speed: float | None) -> tuple[str, float]:
     """The spec and speed ``name`` speaks with here: a voice saved in the local data directory
     brings its blend, language and speed (``speed`` wins); any other name is a voice or blend."""
-    from speakstream.config import ServerConfig
-    from speakstream.engine.voices import with_language
-    from speakstream.server.saved_voices import VoiceStore
+    from speakstream.cli.voices import local_store
 
-    data_dir = ServerConfig.from_env().data_dir
-    saved = VoiceStore.open(data_dir / "voices").find(name) if data_dir else None
+    saved = local_store().find(name)
     if saved is None:
         return name, speed or 1.0
-    spec = with_language(saved.blend, saved.language) if saved.language else saved.blend
-    return spec, speed or saved.speed or 1.0
+    return saved.spec, speed or saved.speed or 1.0

@@ -89,10 +89,8 @@ def _save(args: argparse.Namespace, body: dict[str, Any]) -> dict[str, Any]:
 def _list(args: argparse.Namespace) -> int:
     from speakstream.engine.voices import by_language, voice_info
 
-    saved = (
-        _call(args, "GET", "/v1/saved-voices")["voices"] if args.server else [v.to_dict() for v in _store(args).all()]
-    )
     if args.server:
+        saved = _call(args, "GET", "/v1/saved-voices")["voices"]
         built_in = [voice_info(v["id"]) for v in _call(args, "GET", "/v1/audio/voices")["voices"] if not v["saved"]]
     else:
         from speakstream.engine.model.assets import locate
@@ -122,10 +120,15 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _store(args: argparse.Namespace) -> VoiceStore:
+    return local_store(args.data_dir)
+
+
+def local_store(data_dir: Path | None = None) -> VoiceStore:
+    """The saved voices of ``data_dir`` (default: ``SPEAKSTREAM_DATA_DIR``, else the user's data
+    directory): those a server started here loads."""
     from speakstream.config import ServerConfig
 
-    data_dir = args.data_dir or ServerConfig.from_env().data_dir or data_home()
-    return VoiceStore.open(data_dir / "voices")
+    return VoiceStore.open((data_dir or ServerConfig.from_env().data_dir or data_home()) / "voices")
 
 
 def _headers(args: argparse.Namespace) -> dict[str, str]:

@@ -223,7 +223,7 @@ class Runtime:
         saved = self.voices.find(voice)
         if saved is None:
             return VOICE_ALIASES.get(voice, voice)
-        return with_language(saved.blend, saved.language) if saved.language else saved.blend
+        return saved.spec
 
     def error(self, exc: SpeakstreamError) -> None:
         self.metrics.errors.labels(exc.code).inc()

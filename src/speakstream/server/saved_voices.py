@@ -22,7 +22,7 @@ from typing import Any
 
 from speakstream.engine.base import check_speed
 from speakstream.engine.phonemes.languages import parse_language
-from speakstream.engine.voices import KOKORO_VOICES, VOICE_ALIASES, blend_spec, parse_blend, voice_info
+from speakstream.engine.voices import KOKORO_VOICES, VOICE_ALIASES, blend_spec, parse_blend, voice_info, with_language
 from speakstream.errors import Conflict, InvalidInput, NotFound, OverLimit, StoreUnavailable
 from speakstream.protocol import Locator, Options, locators
 from speakstream.storage import unwritable, write_json
@@ -51,6 +51,11 @@ class SavedVoice:
     def options(self) -> Options:
         """What it sets under a request's own options."""
         return Options(voice=self.blend, speed=self.speed, language=self.language)
+
+    @property
+    def spec(self) -> str:
+        """What the engine reads: its blend, in its language when it has one (``"af_heart@es"``)."""
+        return with_language(self.blend, self.language) if self.language else self.blend
 
     @property
     def parts(self) -> list[tuple[str, float]]:

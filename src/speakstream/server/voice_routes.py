@@ -44,8 +44,7 @@ def _dictionaries_known(runtime: Runtime, voice: SavedVoice) -> None:
 def catalogue(request: Request) -> list[dict[str, Any]]:
     """Every voice a request may name: the built-in Kokoro voices, then the saved ones, each with
     its language, gender, whether it is saved, and the URL of its spoken preview."""
-    runtime = runtime_of(request)
-    base = str(request.base_url).rstrip("/")
+    runtime, base = runtime_of(request), _base(request)
     built_in = [
         {**info.to_dict(), "saved": False, "preview_url": preview_url(base, info.name)}
         for info in runtime.require_scheduler().engine.voices()
@@ -74,6 +73,11 @@ def saved_entry(voice: SavedVoice, base: str) -> dict[str, Any]:
     }
 
 
+def _base(request: Request) -> str:
+    """The server's address as this request reached it: what the preview URLs start with."""
+    return str(request.base_url).rstrip("/")
+
+
 def preview_url(base: str, name: str) -> str:
     return f"{base}/v1/audio/voices/{quote(name, safe='')}/preview"
 
@@ -96,20 +100,19 @@ async def preview(request: Request) -> Response:
 
 
 async def _list(request: Request) -> dict[str, Any]:
-    base = str(request.base_url).rstrip("/")
-    runtime = runtime_of(request)
+    runtime, base = runtime_of(request), _base(request)
     return {"voices": [saved_entry(v, base) for v in runtime.voices.all()], "store": runtime.voices.state}
 
 
 async def _create(request: Request) -> dict[str, Any]:
     runtime = runtime_of(request)
     voice = runtime.voices.create(checked_voice(runtime, await json_body(request, _BODY_LIMIT)))
-    return saved_entry(voice, str(request.base_url).rstrip("/"))
+    return saved_entry(voice, _base(request))
 
 
 async def _get(request: Request) -> dict[str, Any]:
     found = runtime_of(request).voices.get(request.path_params["name"])
-    return saved_entry(found, str(request.base_url).rstrip("/"))
+    return saved_entry(found, _base(request))
 
 
 async def _update(request: Request) -> dict[str, Any]:
@@ -118,7 +121,7 @@ async def _update(request: Request) -> dict[str, Any]:
     changed = runtime.voices.update(
         request.path_params["name"], changes, known_voices(runtime), check=lambda v: _dictionaries_known(runtime, v)
     )
-    return saved_entry(changed, str(request.base_url).rstrip("/"))
+    return saved_entry(changed, _base(request))
 
 
 async def _delete(request: Request) -> None:

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute
 
 from speakstream.engine.voices import blend_spec, parse_blend
-from speakstream.errors import InvalidInput, NotFound
+from speakstream.errors import InvalidInput
 from speakstream.server.dialects.elevenlabs_voices import CLONING
 from speakstream.server.http import json_body, json_route, runtime_of
 from speakstream.server.voice_routes import catalogue, catalogue_entry, known_voices
@@ -81,10 +81,7 @@ async def _update(request: Request) -> dict[str, Any]:
     data = await json_body(request, 64 << 10)
     changes = {k: data[k] for k in ("name", "description") if data.get(k) is not None}
     changed = runtime.voices.update(request.path_params["id"], changes, known_voices(runtime))
-    for entry in catalogue(request):
-        if entry["id"] == changed.name:
-            return voice_json(entry)
-    raise NotFound(f"no voice {changed.name!r}", code="voice_not_found")  # pragma: no cover - just saved
+    return voice_json(catalogue_entry(request, changed.name))
 
 
 async def _delete(request: Request) -> None:
