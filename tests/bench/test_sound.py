@@ -80,3 +80,23 @@ def test_a_join_whose_words_the_whole_does_not_speak_as_neighbours_is_left_out()
     streamed, whole = _pair(0.2, 0.2)
     other = sound.rendering(whole.samples, RATE, [_words(("one", 0.0, 0.5), ("and", 0.5, 0.6), ("two", 0.7, 1.2))])
     assert sound.joins(streamed, other, pitch=False) == []
+
+
+def test_a_join_where_the_wholes_own_windows_meet_is_left_out() -> None:
+    streamed, whole = _pair(0.2, 0.2)
+    windows = sound.rendering(whole.samples, RATE, [_words(("one", 0.0, 0.5)), _words(("two", 0.7, 1.2))])
+    assert sound.joins(streamed, windows, pitch=False) == []
+    assert [join.chunk for join in sound.joins(streamed, whole, pitch=False)] == [0]
+
+
+def test_a_chunks_level_is_its_speech_not_its_pauses() -> None:
+    """The same words with a longer pause inside the streamed chunk are at the same level."""
+    word = _tone(0.5)
+    streamed = np.concatenate([word, _quiet(0.6), word])
+    whole = np.concatenate([word, _quiet(0.1), word])
+    words = [("one", 0.0, 0.5)]
+    levels = sound.chunk_levels(
+        sound.rendering(streamed, RATE, [_words(*words, ("two", 1.1, 1.6))]),
+        sound.rendering(whole, RATE, [_words(*words, ("two", 0.6, 1.1))]),
+    )
+    assert [round(level.level_diff_db, 2) for level in levels] == [0.0]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from speakstream.bench.asr import Recognizer, corpus_wer, timestamp_agreement
+from speakstream.engine.base import pieces
 from speakstream.engine.cancel import CancelToken
 from speakstream.engine.config import EngineConfig
 from speakstream.engine.kokoro import WARM_TOKENS, KokoroEngine
@@ -91,6 +92,21 @@ def test_edge_silence_is_trimmed(kokoro: KokoroEngine) -> None:
     tail = kokoro.edges.sentence_tail_s
     assert (len(chunk.samples) - loud[-1]) / SAMPLE_RATE < tail + 0.08  # and the tail is the sentence's pause
     assert abs(chunk.samples[0]) < 0.01 and abs(chunk.samples[-1]) < 0.01  # faded: no click at a join
+
+
+@pytest.mark.parametrize(
+    "text", ["The first is the standard plan,", "Tell me more about it.", "seven thirty tomorrow morning"]
+)
+def test_a_chunk_keeps_its_tail_after_its_sound(kokoro: KokoroEngine, text: str) -> None:
+    """Kokoro's final lengthening (a last word's durations run 225-300 ms past its sound) is not
+    added to the tail, and a tail longer than the model's frames is padded with silence: what a
+    listener hears after a chunk is its tail, streamed or whole."""
+    tail = kokoro.edges.tail_for(text)
+    streamed = np.concatenate([p.samples for p in pieces(kokoro.stream(text, voice="af_heart", opening=True))])
+    for samples in (kokoro.synthesize(text, voice="af_heart").samples, streamed):
+        loud = np.flatnonzero(frame_db(samples, SAMPLE_RATE) > kokoro.edges.threshold_db)
+        kept = len(samples) / SAMPLE_RATE - (loud[-1] + 1) * 0.01
+        assert tail - 0.06 <= kept <= tail + 0.04, (kept, tail)
 
 
 FIRST_SOUNDS = ["Five fish.", "Fine, thanks.", "So, what now?", "Hello there."]

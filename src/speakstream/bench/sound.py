@@ -18,6 +18,8 @@ FRAME_S = 0.01
 SILENCE_DB = 40.0
 """A 10 ms frame is silent when its RMS is this far under the reply's loud frames (their 95th
 percentile): Kokoro's pauses sit 50-70 dB under its speech, a stop consonant's closure 20-35."""
+ACTIVE_DB = 30.0
+"""A chunk's level is read over its frames within this of its loudest (speech, not its pauses)."""
 PITCH_REACH_S = 0.6
 """The pitch either side of a join is read from the voiced frames within this of its silence ..."""
 PITCH_FRAMES = 10
@@ -73,9 +75,15 @@ def silence(quiet: NDArray[np.bool_], start_s: float, end_s: float) -> tuple[flo
 
 
 def level_db(samples: NDArray[np.float32], sample_rate: int, start_s: float, end_s: float) -> float:
-    """RMS in dB between two instants."""
+    """RMS in dB between two instants, over the 10 ms frames that carry speech (within
+    ``ACTIVE_DB`` of the loudest): the pauses inside a span are the joins' measure, not its level."""
     piece = samples[int(start_s * sample_rate) : int(end_s * sample_rate)].astype(np.float64)
-    return float(10 * np.log10((piece**2).mean() + 1e-12)) if len(piece) else float("-inf")
+    frame = int(FRAME_S * sample_rate)
+    energy = (piece[: len(piece) // frame * frame].reshape(-1, frame) ** 2).mean(axis=1)
+    if not len(energy):
+        return float("-inf")
+    active = energy[energy >= energy.max() * 10 ** (-ACTIVE_DB / 10)]
+    return float(10 * np.log10(active.mean() + 1e-12))
 
 
 def loudness_lufs(samples: NDArray[np.float32], sample_rate: int, start_s: float, end_s: float) -> float | None:
@@ -130,6 +138,8 @@ class Join:
     pitch_step: float | None
     """Semitones from the word before the join to the word after, streamed."""
     whole_pitch_step: float | None
+    chunk: int = 0
+    """The streamed chunk it follows."""
 
     @property
     def silence_diff_s(self) -> float:
@@ -153,20 +163,22 @@ def _join(r: Rendering, quiet: NDArray[np.bool_], before: Word, after: Word, pit
 
 
 def joins(streamed: Rendering, whole: Rendering, *, pitch: bool = True) -> list[Join]:
-    """Every join of ``streamed`` whose words either side ``whole`` speaks as neighbours too."""
+    """Every join of ``streamed`` whose words either side ``whole`` speaks as neighbours too, in one
+    of its groups (a whole longer than the model's window is several, with the engine's pause between)."""
     words, reference = streamed.words, whole.words
     index = matched(words, reference)
+    group = [g for g, chunk in enumerate(whole.chunks) for _ in chunk]
     quiet = silent_frames(streamed.samples, streamed.sample_rate)
     whole_quiet = silent_frames(whole.samples, whole.sample_rate)
     found, last = [], -1
-    for chunk in streamed.chunks[:-1]:
+    for n, chunk in enumerate(streamed.chunks[:-1]):
         last += len(chunk)
         i, j = index.get(last), index.get(last + 1)
-        if i is None or j != i + 1:
+        if i is None or j != i + 1 or group[i] != group[j]:
             continue
         ours = _join(streamed, quiet, words[last], words[last + 1], pitch)
         theirs = _join(whole, whole_quiet, reference[i], reference[j], pitch)
-        found.append(Join(ours[0], theirs[0], ours[1], theirs[1]))
+        found.append(Join(ours[0], theirs[0], ours[1], theirs[1], n))
     return found
 
 

@@ -59,15 +59,20 @@ def test_the_report_has_the_joins_the_scores_and_the_long_form_row() -> None:
     assert "WER 0.020, 6.50 audio seconds a second, memory grew 3 MB" in text
 
 
+JOIN_S = 0.12
+"""The silence at each clause or unmarked join within this of the whole's (measured 2026-12-06 on
+these replies: -110, +100, -20 and 0 ms; docs/design.md, Sound), plus two 10 ms frames: each
+silence is read in frames."""
 JOIN_MEAN_S = 0.12
-"""The mean silence at each kind of join (sentence, clause, none) within this of the whole's
-(measured 2026-12-06: at most 0.09 s off with the defaults; docs/design.md, Sound)."""
+"""The mean silence at sentence joins within this of the whole's: one by one they are not (Kokoro's
+whole synthesis pauses 0-670 ms after a sentence, by context; docs/design.md, Sound)."""
 LONG_FORM_WER = 0.07
 """Measured 0.053 and 0.055 on Moby-Dick's first chapter (2026-12-06), most of it Whisper's spelling of
 Melville's words and homophones ("isles" -> "aisles", "week days" -> "weekdays"): the issue's 0.05
 is not met on this text."""
 LEVEL_SPREAD_DB = 5.0
-"""Chunk levels against the whole's (measured: 4.3 dB on the weather reply, for every chunk policy)."""
+"""Chunk levels against the whole's (measured over speech frames: 1.7, 2.5-4.0 and 1.2-1.3 dB on
+these replies, the middle one varying with the windows a run decodes)."""
 
 
 @pytest.mark.slow
@@ -81,16 +86,17 @@ async def test_a_streamed_reply_pauses_and_sounds_as_the_same_text_synthesised_w
         listener = await experiment._stream(ctx, reply, ChunkPolicy())
         whole = await asyncio.to_thread(experiment._whole, ctx, listener["text"], wholes)
         joins = sound.joins(listener["streamed"], whole, pitch=False)
-        assert len(joins) == len(listener["streamed"].chunks) - 1  # every join found in the whole
-        for join, end in zip(joins, listener["ends"], strict=False):
-            kinds[end].append(join)
+        # every join is found in the whole, but where the whole's own phoneme windows meet
+        assert len(joins) >= len(listener["streamed"].chunks) - len(whole.chunks)
+        for join in joins:
+            kinds[listener["ends"][join.chunk]].append(join)
         levels = [level.level_diff_db for level in sound.chunk_levels(listener["streamed"], whole)]
         assert sound.spread(levels) <= LEVEL_SPREAD_DB, reply
     assert kinds["sentence"] and kinds["clause"]
-    for kind, joins in kinds.items():
-        if joins:
-            mean_diff = statistics.fmean(j.silence_diff_s for j in joins)
-            assert abs(mean_diff) <= JOIN_MEAN_S, (kind, mean_diff)
+    for join in kinds["clause"] + kinds["none"]:
+        assert abs(join.silence_diff_s) <= JOIN_S + 2 * sound.FRAME_S, join
+    mean_diff = statistics.fmean(j.silence_diff_s for j in kinds["sentence"])
+    assert abs(mean_diff) <= JOIN_MEAN_S, mean_diff
 
 
 @pytest.mark.full

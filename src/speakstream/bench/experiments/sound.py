@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -162,11 +163,17 @@ def _mark(text: str) -> str:
 
 
 def _whole(ctx: BenchContext, text: str, wholes: dict[str, sound.Rendering]) -> sound.Rendering:
-    """``text`` synthesised whole (one chunk, decoded in one window per phoneme window), once."""
+    """``text`` synthesised whole (one chunk, decoded in one window per phoneme window), once; its
+    words grouped by phoneme window, since between two the pause is the engine's, not the model's."""
     if text not in wholes:
-        chunk = ctx.engine_source().synthesize(text)
+        engine = ctx.engine_source()
+        chunk = engine.synthesize(text)
         words = [{"word": w.word, "start_s": w.start_s, "end_s": w.end_s} for w in chunk.words]
-        wholes[text] = sound.rendering(chunk.samples, chunk.sample_rate, [words])
+        sizes = [len(part.words) for part in engine.parts(text, engine.check_voice("af_heart").speaks)]
+        ends = np.cumsum([0, *sizes]) if sum(sizes) == len(words) else np.array([0, len(words)])
+        wholes[text] = sound.rendering(
+            chunk.samples, chunk.sample_rate, [words[a:b] for a, b in itertools.pairwise(ends)]
+        )
     return wholes[text]
 
 
@@ -175,8 +182,8 @@ def _score(ctx: BenchContext, listener: dict[str, Any], wholes: dict[str, sound.
     joins = sound.joins(streamed, whole)
     levels = sound.chunk_levels(streamed, whole)
     kinds: dict[str, list[sound.Join]] = {"sentence": [], "clause": [], "none": []}
-    for join, end in zip(joins, listener["ends"], strict=False):
-        kinds[end].append(join)
+    for join in joins:
+        kinds[listener["ends"][join.chunk]].append(join)
     return {
         "retries": listener["retries"],
         "ttfa_ms": listener["playback"].ttfa_s * 1000,

@@ -22,12 +22,17 @@ class EdgePolicy:
     """A 10 ms frame within this of the loudest carries speech."""
     lead_s: float = 0.02
     """Kept before the first frame that carries speech."""
-    sentence_tail_s: float = 0.4
-    """Kept after the speech of a chunk that ends a sentence ..."""
-    clause_tail_s: float = 0.12
+    sentence_tail_s: float = 0.45
+    """Silence kept after the sound of a chunk that ends a sentence (padded where the model's
+    frames end sooner) ..."""
+    clause_tail_s: float = 0.15
     """... a clause ..."""
-    other_tail_s: float = 0.05
+    other_tail_s: float = 0.18
     """... or anything else."""
+    final_lengthening_s: float = 0.18
+    """How far the durations of an utterance's last word run past its sound, at least, when only
+    punctuation follows it (Kokoro lengthens a final sound, then decodes the rest as silence): a
+    chunk's end is planned from there, so its tail, not the model, sets the pause at a join."""
     fade_s: float = 0.004
     """Fade over each cut edge, so no click is heard at a join."""
     onset_reach_s: float = 0.13
@@ -72,8 +77,8 @@ def trim_edges(
     """Trimmed samples and how many samples were cut from the head."""
     start, end = speech_bounds(samples, sample_rate, policy.threshold_db)
     head = max(0, start - int(policy.lead_s * sample_rate))
-    tail = min(len(samples), end + int(policy.tail_for(text) * sample_rate))
-    out = samples[head:tail].astype(np.float32, copy=True)
+    tail = end + int(policy.tail_for(text) * sample_rate)
+    out = np.concatenate([samples[head:tail], np.zeros(max(0, tail - len(samples)))]).astype(np.float32)
     fade = min(len(out) // 2, int(policy.fade_s * sample_rate))
     if fade > 0:
         ramp = np.linspace(0.0, 1.0, fade, dtype=np.float32)

@@ -19,6 +19,8 @@ from speakstream.types import SAMPLE_RATE, WordTimestamp
 
 WINDOW_PAUSE_S = 0.12
 """Silence between two phoneme windows of one chunk (a text longer than the model's 510 tokens)."""
+FINAL_MARKS = frozenset(';:,.!?¡¿—…"«»“”() ')
+"""Kokoro's phoneme symbols that make no sound of their own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +69,20 @@ def utterance(
     durations = np.asarray(durations).ravel()
     frames = int(durations.sum())
     first, last = speech_span(part, durations)
+    if ends_with_its_last_word(part):
+        last = max(first, last - int(edges.final_lengthening_s * SAMPLE_RATE))
     onset = max(0, first - int(edges.lead_s * SAMPLE_RATE))
     head = max(0, onset - int(edges.onset_reach_s * SAMPLE_RATE))
     tail = int(edges.tail_for(text) * SAMPLE_RATE)
-    end = max(head + 1, min(frames * FRAME_SAMPLES, last + tail))
-    words = tuple(word_times(part, durations, head, end - head))
+    end = max(head + 1, last + tail)  # past the model's frames: padded with silence
+    words = tuple(word_times(part, durations, head, min(last, end) - head))
     return Utterance(features, f0, energy, style, frames, head, end, words, tail, min(last, end), onset)
+
+
+def ends_with_its_last_word(part: Phonemized) -> bool:
+    """Whether only punctuation follows the last word's phonemes (no sound the words do not name,
+    such as a symbol read out), so the final lengthening is the last word's."""
+    return bool(part.words) and all(c in FINAL_MARKS for c in part.phonemes[part.words[-1].end :])
 
 
 def word_times(part: Phonemized, durations: Any, head: int, length: int) -> list[WordTimestamp]:

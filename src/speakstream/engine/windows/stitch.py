@@ -32,10 +32,11 @@ def sine_phase(f0: NDArray[np.float32], upto: int, harmonics: NDArray[np.float64
 class Stitcher:
     """Joins window audio: crossfades seams, trims to ``[head, end)`` samples, fades both ends.
 
-    The end is the durations' (the last word's end plus the tail) unless the speech fades out
-    before it: in the last window the tail is measured from the last 10 ms frame within
-    ``tail_threshold_db`` of the loudest one so far, as the whole-chunk trim does, but never cut
-    before ``speech_end`` (the last word's end), so word timestamps stay inside the audio."""
+    The end is the durations' (the last word's end plus the tail, silence added past the model's
+    frames) unless the speech fades out before it: in the last window the tail is measured from
+    the last 10 ms frame within ``tail_threshold_db`` of the loudest one so far, as the whole-chunk
+    trim does, but never cut before ``speech_end`` (where the last word's timestamp ends), so word
+    timestamps stay inside the audio."""
 
     head: int
     end: int
@@ -64,7 +65,10 @@ class Stitcher:
             if loud.size:
                 faded = start + int((loud[-1] + 1) * RMS_FRAME) + self.tail
                 self.end = max(self.head + 1, min(self.end, max(faded, self.speech_end)))
-        return self._trim(out, start)
+        piece = self._trim(out, start)
+        if last and start + len(out) < self.end:  # the tail runs past the model's frames
+            piece = np.concatenate([piece, np.zeros(self.end - max(start + len(out), self.head), np.float32)])
+        return piece
 
     def _trim(self, out: NDArray[np.float32], start: int) -> NDArray[np.float32]:
         lo, hi = max(start, self.head), max(min(start + len(out), self.end), max(start, self.head))
