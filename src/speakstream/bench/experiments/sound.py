@@ -41,8 +41,9 @@ CHUNKINGS = {
     "clause or phrase first": ChunkPolicy(first_phrase_words=5),
     "whole sentences": ChunkPolicy(first_clause=False, schedule=()),
 }
-BEFORE = EdgePolicy(sentence_tail_s=0.22)
-"""The edges before the sound experiment: 0.22 s kept after a sentence."""
+BEFORE = EdgePolicy(sentence_tail_s=0.4, clause_tail_s=0.12, other_tail_s=0.05, final_lengthening_s=0.0)
+"""The edges before the joins were measured one by one: tails kept from the last word's durations'
+end, where the model's final lengthening is mostly silence."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,7 @@ class Arm:
     @property
     def label(self) -> str:
         extra = "" if self.windows else ", no windows"
-        extra += f", sentence tail {self.edges.sentence_tail_s:g} s" if self.edges else ""
+        extra += ", tails from the words' durations" if self.edges else ""
         return f"{self.chunking}{extra}, {self.sessions} at once"
 
 
