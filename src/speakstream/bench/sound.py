@@ -77,13 +77,12 @@ def silence(quiet: NDArray[np.bool_], start_s: float, end_s: float) -> tuple[flo
 def level_db(samples: NDArray[np.float32], sample_rate: int, start_s: float, end_s: float) -> float:
     """RMS in dB between two instants, over the 10 ms frames that carry speech (within
     ``ACTIVE_DB`` of the loudest): the pauses inside a span are the joins' measure, not its level."""
-    piece = samples[int(start_s * sample_rate) : int(end_s * sample_rate)].astype(np.float64)
-    frame = int(FRAME_S * sample_rate)
-    energy = (piece[: len(piece) // frame * frame].reshape(-1, frame) ** 2).mean(axis=1)
-    if not len(energy):
+    piece = samples[int(start_s * sample_rate) : int(end_s * sample_rate)]
+    active = frame_db(piece, sample_rate) >= -ACTIVE_DB
+    if not active.any():
         return float("-inf")
-    active = energy[energy >= energy.max() * 10 ** (-ACTIVE_DB / 10)]
-    return float(10 * np.log10(active.mean() + 1e-12))
+    frames = piece[: len(active) * int(FRAME_S * sample_rate)].reshape(len(active), -1).astype(np.float64)
+    return float(10 * np.log10((frames[active] ** 2).mean() + 1e-12))
 
 
 def loudness_lufs(samples: NDArray[np.float32], sample_rate: int, start_s: float, end_s: float) -> float | None:

@@ -74,9 +74,9 @@ def utterance(
     onset = max(0, first - int(edges.lead_s * SAMPLE_RATE))
     head = max(0, onset - int(edges.onset_reach_s * SAMPLE_RATE))
     tail = int(edges.tail_for(text) * SAMPLE_RATE)
-    end = max(head + 1, last + tail)  # past the model's frames: padded with silence
-    words = tuple(word_times(part, durations, head, min(last, end) - head))
-    return Utterance(features, f0, energy, style, frames, head, end, words, tail, min(last, end), onset)
+    end = max(head + 1, last + tail)  # past the model's frames: padded with silence; never before last
+    words = tuple(word_times(part, durations, head, last - head))
+    return Utterance(features, f0, energy, style, frames, head, end, words, tail, last, onset)
 
 
 def ends_with_its_last_word(part: Phonemized) -> bool:
