@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 
@@ -22,7 +23,13 @@ settings.register_profile("fuzz", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # What servers keep (pronunciation dictionaries) goes to a folder of this run, never the user's.
-os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="speakstream-tests-")
+_DATA_HOME = tempfile.mkdtemp(prefix="speakstream-tests-")
+os.environ["XDG_DATA_HOME"] = _DATA_HOME
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The run's folder goes with the run (every run left one in /tmp before)."""
+    shutil.rmtree(_DATA_HOME, ignore_errors=True)
 
 _MARKS_BY_FIXTURE = {"kokoro": "model", "kokoro_server": "model", "asr": "asr", "multilingual_asr": "asr"}
 

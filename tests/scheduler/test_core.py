@@ -178,10 +178,13 @@ async def test_openings_are_crowded_when_more_replies_wait_for_one_than_the_work
 
 async def test_an_opening_is_crowded_by_the_replies_that_come_while_its_text_is_read() -> None:
     async with holding(workers=2) as (scheduler, engine, hold):  # "hold" is the only one when queued
-        others = [_submit(scheduler, s, 0) for s in "cde"]
-        engine.gate.set()  # its front made: it sizes its opening with three more waiting
+        engine.opening_gate.clear()  # the others stay in (or wait for) their first windows
+        others = [_submit(scheduler, f"slow{s}", 0) for s in "cde"]
+        engine.gate.set()  # its front made: it sizes its opening with three more not yet heard
+        await asyncio.wait_for(anext(hold.stream()), 10)
+        engine.opening_gate.set()
         await asyncio.wait_for(asyncio.gather(*(taken(j) for j in (hold, *others))), 10)
-    assert engine.crowding == {"hold": True, **{f"{s}0": True for s in "cde"}}
+    assert engine.crowding == {"hold": True, **{f"slow{s}0": True for s in "cde"}}
 
 
 async def test_an_opening_that_finds_the_others_speaking_is_not_crowded() -> None:

@@ -19,6 +19,7 @@ from speakstream.bench.asr import Recognizer, error_rate, wer
 from speakstream.bench.experiments.languages import scored, whisper_code
 from speakstream.engine.phonemes.languages import all_languages
 from speakstream.server.serve import ThreadedServer
+from tests.heard import THRESHOLDS
 
 pytestmark = [pytest.mark.model, pytest.mark.asr]
 RATE = 24_000
@@ -107,8 +108,9 @@ def _silence_between(samples: np.ndarray, end_s: float, start_s: float) -> float
 def test_speech_from_a_texts_phonemes_is_heard_as_the_text(
     kokoro_server: ThreadedServer, multilingual_asr: Recognizer, language: str
 ) -> None:
-    """Pooled over the language's first two voices, as the languages' own test is: Whisper base
-    misheard one Japanese voice's first word at 0.37 CER once in a full run (0.00 alone)."""
+    """Pooled over the language's first two voices and held to the languages' own bounds: one
+    voice alone is misheard now and then (Japanese at 0.37 CER once, Chinese's second voice
+    dropped its first clause once; 0.00 alone)."""
     url, code, pairs = kokoro_server.url, whisper_code(language), []
     text, reference = scored(language)[0]  # Whisper writes Hindi in Urdu script: so is its reference
     made = httpx.post(f"{url}/v1/phonemize", json={"text": text, "language": language}, timeout=60).json()
@@ -118,4 +120,4 @@ def test_speech_from_a_texts_phonemes_is_heard_as_the_text(
         pcm = httpx.post(f"{url}/v1/audio/from-phonemes", json=body, timeout=120)
         assert pcm.status_code == 200, pcm.text
         pairs.append((reference, multilingual_asr.transcribe(_samples(pcm.content), RATE, code).text))
-    assert error_rate(pairs, code) <= 0.35, pairs
+    assert error_rate(pairs, code) <= THRESHOLDS[language], pairs
