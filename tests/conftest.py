@@ -31,6 +31,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """The run's folder goes with the run (every run left one in /tmp before)."""
     shutil.rmtree(_DATA_HOME, ignore_errors=True)
 
+
 _MARKS_BY_FIXTURE = {"kokoro": "model", "kokoro_server": "model", "asr": "asr", "multilingual_asr": "asr"}
 
 
