@@ -22,6 +22,7 @@ from speakstream.server.dialects import (
     cartesia,
     cartesia_dictionaries,
     cartesia_voices,
+    deepgram,
     dictionaries,
     elevenlabs,
     elevenlabs_dialogue,
@@ -94,6 +95,7 @@ def create_app(
         *cartesia_dictionaries.routes(),
         *cartesia_voices.routes(),
         *cartesia.routes(),
+        *deepgram.routes(),
         *extra_routes,
     ]
     middleware = []  # CORS outermost: it answers preflights, which carry no API key

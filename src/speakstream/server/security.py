@@ -2,7 +2,8 @@
 
 With a key configured, every HTTP route but ``/ping`` and the web page needs
 ``Authorization: Bearer <key>`` (``/metrics`` too, unless ``protect_metrics`` is off), or the key in
-the header the ElevenLabs and Cartesia clients use (``xi-api-key``, ``X-API-Key``); a WebSocket
+the header the ElevenLabs, Cartesia and Deepgram clients use (``xi-api-key``, ``X-API-Key``,
+``Authorization: Token <key>``); a WebSocket
 handshake needs one of those headers or a ``token`` query parameter (``api_key`` and ``xi_api_key``
 are read the same way): a short-lived token from
 ``POST /v1/session-token`` (what a browser, which cannot set headers on a WebSocket, should use,
@@ -91,6 +92,8 @@ class SecurityMiddleware:
         for name, value in scope.get("headers", []):
             if name == b"authorization" and value[:7].lower() == b"bearer ":
                 presented = value[7:].strip()
+            elif name == b"authorization" and value[:6].lower() == b"token ":  # Deepgram's clients
+                presented = value[6:].strip()
             elif name in KEY_HEADERS and not presented:
                 presented = value.strip()
         if not presented and scope["type"] == "websocket":

@@ -49,5 +49,8 @@ async def test_the_readme_snippet_builds_clients_pointed_at_speakstream() -> Non
         "elevenlabs.ElevenLabsHttpTTSService",
         "elevenlabs.TTS",
         "cartesia.TTS",
+        "deepgram.TTS",
     }
     assert all("localhost:8080" in url for url in built.values()), built
+    environment = namespace["client"]._client_wrapper.get_environment()  # Deepgram's SDK
+    assert "localhost:8080" in environment.base and "localhost:8080" in environment.production

@@ -1,6 +1,6 @@
-"""Time to first audio through the ElevenLabs and Cartesia dialects against our own WebSocket,
+"""Time to first audio through the ElevenLabs, Cartesia and Deepgram dialects against our own WebSocket,
 on the same text and the same server, each over one persistent connection (turns interleaved, so
-a slow moment of the machine falls on all three alike). What a dialect costs is its translation:
+a slow moment of the machine falls on all alike). What a dialect costs is its translation:
 the difference of the medians."""
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from speakstream.data import bench_text
 from speakstream.text import split_sentences
 
 NAME = "dialects"
-TITLE = "Dialects: first audio through the ElevenLabs and Cartesia protocols vs our own"
+TITLE = "Dialects: first audio through the ElevenLabs, Cartesia and Deepgram protocols vs our own"
 NATIVE, ELEVENLABS, CARTESIA = "speakstream WebSocket", "ElevenLabs multi-stream-input", "Cartesia /tts/websocket"
+DEEPGRAM = "Deepgram /v1/speak"
 Turn = Callable[[str], Awaitable[float]]
 
 
@@ -29,17 +30,19 @@ async def run(ctx: BenchContext) -> dict[str, Any]:
     text = split_sentences(bench_text())[0].text  # first audio does not depend on what follows
     base = ctx.ws_url.rsplit("/", 1)[0]
     trials = ctx.trials(30, 1)
-    firsts: dict[str, list[float]] = {NATIVE: [], ELEVENLABS: [], CARTESIA: []}
+    firsts: dict[str, list[float]] = {NATIVE: [], ELEVENLABS: [], CARTESIA: [], DEEPGRAM: []}
     elevenlabs_url = f"{base}/v1/text-to-speech/af_heart/multi-stream-input?output_format=pcm_24000"
     async with (
         SpeechSession(ctx.ws_url) as session,
         websockets.connect(elevenlabs_url, max_size=None) as eleven,
         websockets.connect(f"{base}/tts/websocket?cartesia_version=2025-04-16", max_size=None) as cartesia,
+        websockets.connect(f"{base}/v1/speak?model=af_heart&encoding=linear16", max_size=None) as deepgram,
     ):
         turns: dict[str, Turn] = {
             NATIVE: lambda t: _native(session, t),
             ELEVENLABS: lambda t: _elevenlabs(eleven, t),
             CARTESIA: lambda t: _cartesia(cartesia, t),
+            DEEPGRAM: lambda t: _deepgram(deepgram, t),
         }
         for turn in turns.values():
             await turn("Warm up.")
@@ -50,7 +53,7 @@ async def run(ctx: BenchContext) -> dict[str, Any]:
             ctx.say(f"dialects trial {trial + 1}/{trials}")
     result = {name: summary(values) for name, values in firsts.items()}
     native = result[NATIVE]["p50"]
-    for name in (ELEVENLABS, CARTESIA):
+    for name in (ELEVENLABS, CARTESIA, DEEPGRAM):
         result[name]["overhead_p50_ms"] = round(result[name]["p50"] - native, 2)
     return {"text_chars": len(text), "variants": result}
 
@@ -85,6 +88,25 @@ async def _cartesia(ws: Any, text: str) -> float:
     sent_at = time.perf_counter()
     await ws.send(json.dumps(message))
     return await _first_then_end(ws, sent_at, lambda m: m.get("type") == "chunk", lambda m: m.get("done") is True)
+
+
+async def _deepgram(ws: Any, text: str) -> float:
+    """Audio comes as binary frames; the turn ends with ``Flushed``."""
+    sent_at, first = time.perf_counter(), None
+    await ws.send(json.dumps({"type": "Speak", "text": text}))
+    await ws.send(json.dumps({"type": "Flush"}))
+    while True:
+        frame = await ws.recv()
+        if isinstance(frame, bytes):
+            first = first or time.perf_counter()
+            continue
+        kind = json.loads(frame)["type"]
+        if kind == "Error":
+            raise RuntimeError(f"the server answered with an error: {frame}")
+        if kind == "Flushed":
+            break
+    assert first is not None
+    return (first - sent_at) * 1000
 
 
 async def _first_then_end(
