@@ -1,4 +1,4 @@
-"""Whatever a client sends in either dialect, the connection answers in that dialect's shape
+"""Whatever a client sends in any dialect, the connection answers in that dialect's shape
 and stays usable: no internal error, no hang, a good context still speaks afterwards."""
 
 from __future__ import annotations
@@ -42,6 +42,17 @@ _CARTESIA_KEYS = [
 ]
 
 
+_DEEPGRAM_MESSAGES = st.lists(
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["Speak", "Flush", "Clear", "Sing", "", "speak"])},
+        optional={"text": _VALUES, "sequence_id": _VALUES},
+    ),
+    min_size=1,
+    max_size=8,
+)
+"""Deepgram's messages (``Close`` left out: it ends the connection before the probe)."""
+
+
 def _messages(keys: list[str]) -> st.SearchStrategy[list[dict[str, Any]]]:
     return st.lists(st.dictionaries(st.sampled_from(keys), _VALUES, max_size=5), min_size=1, max_size=6)
 
@@ -79,3 +90,27 @@ def test_elevenlabs_survives_any_messages(fake_server: ThreadedServer, messages:
 def test_cartesia_survives_any_messages(fake_server: ThreadedServer, messages: list[dict[str, Any]]) -> None:
     probe = [cartesia_request("probe", "Still speaking.", more=False)]
     asyncio.run(_survives(f"{ws_base(fake_server)}/tts/websocket", messages, probe, _cartesia_probe_done))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(messages=_DEEPGRAM_MESSAGES)
+def test_deepgram_survives_any_messages(fake_server: ThreadedServer, messages: list[dict[str, Any]]) -> None:
+    answered = sum(m["type"] in ("Flush", "Clear") for m in messages) + 1  # each takes a sequence id
+    asyncio.run(_deepgram_survives(f"{ws_base(fake_server)}/v1/speak", messages, answered))
+
+
+async def _deepgram_survives(url: str, messages: list[dict[str, Any]], probe_sequence: int) -> None:
+    """After the messages, a Clear and a probe reply: the probe is spoken and flushed, and nothing
+    on the way was an internal error."""
+    probe = [{"type": "Clear"}, {"type": "Speak", "text": "Still speaking."}, {"type": "Flush"}]
+    seen, audio = [], 0
+    async with websockets.connect(url, max_size=None) as ws:
+        for message in messages + probe:
+            await ws.send(json.dumps(message))
+        while not (seen and seen[-1] == {"type": "Flushed", "sequence_id": probe_sequence}):
+            frame = await asyncio.wait_for(ws.recv(), 20)
+            if isinstance(frame, bytes):
+                audio += len(frame)
+            else:
+                seen.append(json.loads(frame))
+    assert audio and not any(m.get("code") == "internal_error" for m in seen), seen

@@ -17,7 +17,7 @@ from tests.server.dialects.helpers import cartesia_request, elevenlabs_url, ws_b
 LONG = "A long reply that nobody reads. " * 400
 
 
-@pytest.mark.parametrize("dialect", ["elevenlabs", "cartesia"])
+@pytest.mark.parametrize("dialect", ["elevenlabs", "cartesia", "deepgram"])
 async def test_a_client_that_stops_reading_is_dropped(dialect: str) -> None:
     server = start_server(FakeEngine(seconds_per_char=0.0), send_timeout_s=0.5)
     try:
@@ -27,9 +27,12 @@ async def test_a_client_that_stops_reading_is_dropped(dialect: str) -> None:
                 json.dumps({"text": LONG, "context_id": "a"}),
                 json.dumps({"context_id": "a", "close_context": True}),
             ]
-        else:
+        elif dialect == "cartesia":
             url = f"{ws_base(server)}/tts/websocket"
             frames = [cartesia_request("a", LONG, more=False)]
+        else:
+            url = f"{ws_base(server)}/v1/speak"
+            frames = [json.dumps({"type": "Speak", "text": LONG}), json.dumps({"type": "Flush"})]
         async with websockets.connect(url, max_queue=1, max_size=None, close_timeout=1) as ws:
             for frame in frames:
                 await ws.send(frame)
