@@ -18,16 +18,7 @@ from speakstream.engine.base import Engine
 from speakstream.errors import internal_error
 from speakstream.server import http, openai, phoneme_routes, voice_routes
 from speakstream.server.bidi import BidiSession
-from speakstream.server.dialects import (
-    cartesia,
-    cartesia_dictionaries,
-    cartesia_voices,
-    deepgram,
-    dictionaries,
-    elevenlabs,
-    elevenlabs_dialogue,
-    elevenlabs_voices,
-)
+from speakstream.server.dialects import cartesia, deepgram, elevenlabs
 from speakstream.server.runtime import EngineFactory, Runtime
 from speakstream.server.security import SecurityMiddleware, client_of
 
@@ -88,12 +79,7 @@ def create_app(
         Route("/v1/session-token", http.session_token, methods=["POST"]),
         *voice_routes.routes(),
         *phoneme_routes.routes(),
-        *elevenlabs_voices.routes(),
-        *elevenlabs_dialogue.routes(),
         *elevenlabs.routes(),
-        *dictionaries.routes(),
-        *cartesia_dictionaries.routes(),
-        *cartesia_voices.routes(),
         *cartesia.routes(),
         *deepgram.routes(),
         *extra_routes,

@@ -25,7 +25,7 @@ from starlette.websockets import WebSocket
 
 from speakstream.errors import InvalidInput, Overloaded, ProtocolError, SpeakstreamError
 from speakstream.protocol import Options
-from speakstream.server.dialects.alignment import SourceAlignment
+from speakstream.server.alignment import SourceAlignment
 from speakstream.server.encoding import ChunkOut
 from speakstream.server.outbox import Outgoing
 from speakstream.server.reply import Reply

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from speakstream.server.dialects.alignment import char_times
+from speakstream.server.alignment import char_times
 from speakstream.types import WordTimestamp
 
 

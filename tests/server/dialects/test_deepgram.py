@@ -14,7 +14,7 @@ import websockets
 from speakstream.audio.decode import decode
 from speakstream.engine.fake import FakeEngine
 from speakstream.loadtest.servers import start_server
-from speakstream.server.dialects.deepgram_voices import kokoro_voice
+from speakstream.server.dialects.deepgram.voices import kokoro_voice
 from speakstream.server.serve import ThreadedServer
 from tests.server.dialects.helpers import ws_base
 

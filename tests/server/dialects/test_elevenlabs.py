@@ -12,7 +12,7 @@ import websockets
 
 from speakstream.engine.fake import FakeEngine
 from speakstream.loadtest.servers import start_server
-from speakstream.server.dialects.elevenlabs import output_format
+from speakstream.server.dialects.elevenlabs.tts import output_format
 from speakstream.server.serve import ThreadedServer
 from tests.server.dialects.helpers import elevenlabs_url, read_until
 

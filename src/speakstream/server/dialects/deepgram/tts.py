@@ -2,7 +2,7 @@
 ``deepgram-sdk`` and LiveKit's ``deepgram.TTS`` speak them.
 
 - Query (both): ``model`` (a Kokoro or saved voice, or a Deepgram voice such as
-  ``aura-2-thalia-en``, read by a Kokoro voice of its language and gender: ``deepgram_voices``),
+  ``aura-2-thalia-en``, read by a Kokoro voice of its language and gender: ``voices``),
   ``encoding`` (``linear16``, ``mulaw``; over HTTP also ``mp3``, ``opus``, ``flac``, ``aac``),
   ``sample_rate``, ``speed``; over HTTP ``container`` (``none``, ``wav``, ``ogg``) and
   ``bit_rate``. The rest (``mip_opt_out``, ``tag``, ``callback``, ...) is accepted and ignored, as
@@ -36,7 +36,7 @@ from starlette.websockets import WebSocket
 from speakstream.errors import InvalidInput, ProtocolError, SpeakstreamError
 from speakstream.protocol import Options
 from speakstream.server.contexts import Context, ContextSocket
-from speakstream.server.dialects.deepgram_voices import kokoro_voice
+from speakstream.server.dialects.deepgram.voices import kokoro_voice
 from speakstream.server.encoding import ChunkOut
 from speakstream.server.http import audio_response, json_body, runtime_of, sse_parts
 from speakstream.server.reading import validate

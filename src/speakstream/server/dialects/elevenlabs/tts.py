@@ -39,8 +39,8 @@ from starlette.websockets import WebSocket
 
 from speakstream.errors import InvalidInput, ProtocolError, SpeakstreamError
 from speakstream.protocol import Options, locators
+from speakstream.server.alignment import CharTimes, SourceAlignment, chunk_char_times
 from speakstream.server.contexts import ChunkTracker, Context, ContextSocket
-from speakstream.server.dialects.alignment import CharTimes, SourceAlignment, chunk_char_times
 from speakstream.server.encoding import ChunkOut
 from speakstream.server.http import audio_response, error_response, json_body, runtime_of, sse_parts, streaming
 from speakstream.server.reading import validate

@@ -12,7 +12,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from speakstream.errors import InvalidInput
-from speakstream.server.dialects.elevenlabs import elevenlabs_error
+from speakstream.server.dialects.elevenlabs.tts import elevenlabs_error
 from speakstream.server.http import json_route, runtime_of
 from speakstream.server.voice_routes import catalogue, catalogue_entry
 

@@ -13,7 +13,7 @@ from starlette.routing import BaseRoute
 
 from speakstream.engine.voices import blend_spec, parse_blend
 from speakstream.errors import InvalidInput
-from speakstream.server.dialects.elevenlabs_voices import CLONING
+from speakstream.server.dialects.elevenlabs.voices import CLONING
 from speakstream.server.http import json_body, json_route, runtime_of
 from speakstream.server.voice_routes import catalogue, catalogue_entry, known_voices
 

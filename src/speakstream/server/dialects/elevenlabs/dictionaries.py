@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from speakstream.errors import InvalidInput, SpeakstreamError
-from speakstream.server.dialects.elevenlabs import elevenlabs_error
+from speakstream.server.dialects.elevenlabs.tts import elevenlabs_error
 from speakstream.server.dictionaries import Dictionary, DictionaryStore, checked, rule_json, rule_of
 from speakstream.server.http import json_body, json_route, runtime_of
 from speakstream.text import pls

@@ -31,8 +31,8 @@ from starlette.websockets import WebSocket
 
 from speakstream.errors import InvalidInput, ProtocolError, SpeakstreamError
 from speakstream.protocol import Locator, Options, locators
+from speakstream.server.alignment import chunk_words, words_of
 from speakstream.server.contexts import Context, ContextSocket
-from speakstream.server.dialects.alignment import chunk_words, words_of
 from speakstream.server.encoding import ChunkOut
 from speakstream.server.http import audio_response, json_body, runtime_of, sse_parts
 from speakstream.server.security import client_of

@@ -17,7 +17,7 @@ from starlette.routing import BaseRoute, Route
 
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.protocol import Options, locators
-from speakstream.server.dialects.elevenlabs import (
+from speakstream.server.dialects.elevenlabs.tts import (
     DEFAULT_FORMAT,
     elevenlabs_error,
     output_format,
