@@ -1,4 +1,4 @@
-"""The generator's fused norms (``engine/fusion.py``) against the same decoder made without them.
+"""The generator's fused norms (``engine/model/fusion.py``) against the same decoder made without them.
 
     python scripts/ab_fusion.py [--frames 41] [--runs 30] [--threads 1 2]
 

@@ -1,4 +1,4 @@
-"""First audio and throughput with one engine worker against two (``inference.Lanes``), side by side.
+"""First audio and throughput with one engine worker against two (``ServerConfig.workers``), side by side.
 
     python scripts/ab_workers.py --rounds 2 --trials 2
 

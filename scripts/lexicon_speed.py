@@ -9,6 +9,7 @@ it to the whole text, and to stream the text through a ``Rewriter``; the two out
 
 from __future__ import annotations
 
+import argparse
 import random
 import string
 import time
@@ -43,4 +44,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()
