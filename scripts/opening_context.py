@@ -26,8 +26,8 @@ from speakstream.bench.experiments.streaming import FORTY_WORDS, SEAM_REACH, dec
 from speakstream.bench.spectra import logmel_distance
 from speakstream.engine.config import EngineConfig
 from speakstream.engine.kokoro import KokoroEngine
+from speakstream.engine.runtime.speed import Speed
 from speakstream.engine.windows.policy import WindowPolicy
-from speakstream.engine.windows.speed import Speed
 
 FAST = Speed.fixed(0.001)
 """A decoder pinned this fast opens with the least opening (``--opening``)."""

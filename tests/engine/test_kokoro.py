@@ -13,12 +13,12 @@ from speakstream.engine.cancel import CancelToken
 from speakstream.engine.config import EngineConfig
 from speakstream.engine.kokoro import WARM_TOKENS, KokoroEngine
 from speakstream.engine.phonemes.phonemizer import MAX_TOKENS
+from speakstream.engine.runtime.parts import WARM_FRAMES, WARM_RUNS, SplitModel
+from speakstream.engine.runtime.speed import Speed
 from speakstream.engine.windows.edges import EdgePolicy, frame_db
 from speakstream.engine.windows.front import Utterance
-from speakstream.engine.windows.parts import WARM_FRAMES, WARM_RUNS, SplitModel
 from speakstream.engine.windows.planner import FRAME_SAMPLES, Situation, Span, opening_frames
 from speakstream.engine.windows.runner import Runner
-from speakstream.engine.windows.speed import Speed
 from speakstream.errors import InvalidInput, UnknownVoice
 from speakstream.types import SAMPLE_RATE, AudioPiece, Load
 

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from speakstream.engine.fake import FakeEngine
-from speakstream.engine.windows.speed import SMOOTHING
+from speakstream.engine.runtime.speed import SMOOTHING
 from speakstream.errors import Overloaded
 from speakstream.scheduler import Scheduler
 from speakstream.scheduler.capacity import Capacity

@@ -17,9 +17,9 @@ from speakstream.engine.base import Stream, pieces
 from speakstream.engine.cancel import CancelToken, SynthesisCancelled
 from speakstream.engine.fake import FakeEngine
 from speakstream.engine.kokoro import KokoroEngine
+from speakstream.engine.runtime.speed import Speed
 from speakstream.engine.windows.planner import Situation, frame_budget, sustained
 from speakstream.engine.windows.policy import WindowPolicy
-from speakstream.engine.windows.speed import Speed
 from speakstream.errors import EngineError
 from speakstream.scheduler import Job, PlaybackClock, Scheduler
 from speakstream.types import AudioPiece, Load

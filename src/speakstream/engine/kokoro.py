@@ -37,15 +37,15 @@ from speakstream.engine.model.weights import Placement
 from speakstream.engine.phonemes.languages import Language, parse_language
 from speakstream.engine.phonemes.normalize import normalize
 from speakstream.engine.phonemes.phonemizer import Phonemized, Phonemizer, Word, vocab, windows
+from speakstream.engine.runtime.cores import run as run_graph
+from speakstream.engine.runtime.parts import UNSHARED, SplitModel
+from speakstream.engine.runtime.speed import CPU_GUESS_S, GPU_GUESS_S, SpeedEstimator
 from speakstream.engine.voices import VoiceBank
-from speakstream.engine.windows import cores as inference
 from speakstream.engine.windows.edges import EdgePolicy, trim_edges
 from speakstream.engine.windows.front import WINDOW_PAUSE_S, word_times
-from speakstream.engine.windows.parts import UNSHARED, SplitModel
 from speakstream.engine.windows.planner import throughput
 from speakstream.engine.windows.policy import WindowPolicy
 from speakstream.engine.windows.runner import Runner
-from speakstream.engine.windows.speed import CPU_GUESS_S, GPU_GUESS_S, SpeedEstimator
 from speakstream.engine.windows.stream import ChunkStream
 from speakstream.errors import InvalidInput
 from speakstream.types import SAMPLE_RATE, AudioChunk, AudioPiece, Step, SynthesisTimings, WordTimestamp, join_pieces
@@ -283,7 +283,7 @@ class KokoroEngine(VoiceBankEngine):
         self, part: Phonemized, voice: str, speed: float, text: str, cancel: CancelToken | None
     ) -> tuple[NDArray[np.float32], list[WordTimestamp]]:
         feed = front_feed(part.tokens, self.voice_bank.style(voice, len(part.tokens)), speed)
-        outputs, _ = inference.run(self.session, None, feed, cancel)
+        outputs, _ = run_graph(self.session, None, feed, cancel)
         audio = np.asarray(outputs[0], dtype=np.float32).ravel()
         samples, head = trim_edges(audio, SAMPLE_RATE, text, self._edges)
         if not self._has_durations:

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from speakstream.engine.windows.speed import smoothed
+from speakstream.engine.runtime.speed import smoothed
 
 MEASURED_AUDIO_S = 1.0
 """A chunk shorter than this measures nothing (mostly overhead)."""

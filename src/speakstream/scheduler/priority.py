@@ -23,7 +23,7 @@ import math
 import time
 from collections.abc import Callable
 
-from speakstream.engine.windows.speed import smoothed
+from speakstream.engine.runtime.speed import smoothed
 from speakstream.scheduler.job import Job
 
 FIRST_WINDOW_GUESS_S = 0.4

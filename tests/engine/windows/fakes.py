@@ -12,14 +12,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from speakstream.engine.model.feeds import F0, FEATURES, PHASE
-from speakstream.engine.windows.cores import Cores
+from speakstream.engine.runtime.cores import Cores
+from speakstream.engine.runtime.parts import SplitModel
+from speakstream.engine.runtime.speed import Speed, SpeedEstimator
 from speakstream.engine.windows.edges import EdgePolicy
 from speakstream.engine.windows.front import Utterance
-from speakstream.engine.windows.parts import SplitModel
 from speakstream.engine.windows.planner import FRAME_SAMPLES, WindowPlan
 from speakstream.engine.windows.policy import WindowPolicy
 from speakstream.engine.windows.runner import Runner
-from speakstream.engine.windows.speed import Speed, SpeedEstimator
 from speakstream.engine.windows.stitch import sine_phase
 from speakstream.engine.windows.stream import UtteranceWindows
 from speakstream.types import Load

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from speakstream.engine.runtime.speed import Speed
 from speakstream.engine.windows import planner
 from speakstream.engine.windows.planner import (
     FRAME_S,
@@ -30,7 +31,6 @@ from speakstream.engine.windows.planner import (
     window_size,
 )
 from speakstream.engine.windows.policy import BudgetPolicy, OpeningPolicy, SeamPolicy, SplitPolicy, WindowPolicy
-from speakstream.engine.windows.speed import Speed
 from speakstream.types import Load
 
 UNIT = Speed(1.0, 1.0)
@@ -91,7 +91,7 @@ def test_the_planner_needs_neither_a_model_nor_onnx_runtime() -> None:
         "import sys; sys.modules['onnxruntime'] = None\n"
         "from speakstream.engine.windows.planner import Chunk, Situation, plan_window\n"
         "from speakstream.engine.windows.policy import WindowPolicy\n"
-        "from speakstream.engine.windows.speed import Speed\n"
+        "from speakstream.engine.runtime.speed import Speed\n"
         "from speakstream.types import Load\n"
         "plan = plan_window(WindowPolicy(), Chunk(0, 100, 100, opens_reply=True), 0, 0, 0,"
         " Situation(Speed.fixed(0.005), Load()))\n"
@@ -103,7 +103,7 @@ def test_the_planner_needs_neither_a_model_nor_onnx_runtime() -> None:
     imported = {node.module for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)}
     assert {m for m in imported if m and m.startswith("speakstream")} == {
         "speakstream.engine.windows.policy",
-        "speakstream.engine.windows.speed",
+        "speakstream.engine.runtime.speed",
         "speakstream.types",
     }
 

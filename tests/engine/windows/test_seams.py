@@ -15,10 +15,10 @@ import pytest
 
 from speakstream.bench.asr import Recognizer, corpus_wer
 from speakstream.engine.kokoro import KokoroEngine
+from speakstream.engine.runtime.speed import Speed
 from speakstream.engine.windows.front import Utterance, word_boundaries
 from speakstream.engine.windows.planner import FRAME_SAMPLES, Chunk, Situation, plan_window
 from speakstream.engine.windows.policy import WindowPolicy
-from speakstream.engine.windows.speed import Speed
 from speakstream.engine.windows.stream import UtteranceWindows
 from speakstream.types import Load
 

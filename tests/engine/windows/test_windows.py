@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
+from speakstream.engine.runtime.speed import Speed
 from speakstream.engine.windows.planner import FRAME_S, FRAME_SAMPLES, opening_size
 from speakstream.engine.windows.policy import BudgetPolicy, OpeningPolicy, SeamPolicy, SplitPolicy, WindowPolicy
-from speakstream.engine.windows.speed import Speed
 from speakstream.engine.windows.stitch import sine_phase
 from speakstream.engine.windows.stream import UtteranceWindows
 from speakstream.types import SAMPLE_RATE, Load

@@ -30,12 +30,12 @@ from speakstream.bench.stats import summary
 from speakstream.client import SpeechSession
 from speakstream.data import bench_text
 from speakstream.engine.kokoro import KokoroEngine
+from speakstream.engine.runtime.speed import Speed
 from speakstream.engine.windows.edges import EdgePolicy
 from speakstream.engine.windows.front import Utterance
 from speakstream.engine.windows.planner import FRAME_SAMPLES, Situation, opening_frames
 from speakstream.engine.windows.policy import WindowPolicy
 from speakstream.engine.windows.runner import Runner
-from speakstream.engine.windows.speed import Speed
 from speakstream.engine.windows.stream import UtteranceWindows
 from speakstream.scheduler import PlaybackClock
 from speakstream.types import Load

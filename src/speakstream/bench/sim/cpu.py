@@ -2,7 +2,7 @@
 at most at the speed its copy's threads give it alone, all slowed when the threads asked for pass
 the cores and a little for each other running beside it (``CostModel.contention``).
 
-It lends copies as ``engine.windows.cores`` does (the wide one to an inference that starts alone,
+It lends copies as ``engine.runtime.cores`` does (the wide one to an inference that starts alone,
 else a narrow one while one is free), and honours a ``CancelToken`` as ONNX Runtime's terminate
 flag does: a cancel ends the inference with ``SynthesisCancelled``; a pause stops it, and once
 resumed it runs again from the start.

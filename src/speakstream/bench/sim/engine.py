@@ -18,10 +18,10 @@ from speakstream.bench.sim.cost import CostModel
 from speakstream.bench.sim.cpu import Cpu, Work
 from speakstream.engine.cancel import CancelToken
 from speakstream.engine.fake import FakeEngine
+from speakstream.engine.runtime.speed import SpeedEstimator
 from speakstream.engine.windows.edges import EdgePolicy
 from speakstream.engine.windows.planner import FRAME_SAMPLES, Chunk, Situation, WindowPlan, plan_window, throughput
 from speakstream.engine.windows.policy import WindowPolicy
-from speakstream.engine.windows.speed import SpeedEstimator
 from speakstream.types import SAMPLE_RATE, AudioPiece, Load, SynthesisTimings
 
 WARM_FRAMES = 100

@@ -15,8 +15,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from speakstream.engine.runtime.speed import Speed
 from speakstream.engine.windows.policy import WindowPolicy
-from speakstream.engine.windows.speed import Speed
 from speakstream.types import SAMPLE_RATE, Load
 
 FRAME_SAMPLES = 600

@@ -13,12 +13,12 @@ from numpy.typing import NDArray
 from speakstream.engine.cancel import CancelToken
 from speakstream.engine.model.feeds import decoder_feed, front_feed
 from speakstream.engine.phonemes.phonemizer import Phonemized
-from speakstream.engine.windows import cores
+from speakstream.engine.runtime import cores
+from speakstream.engine.runtime.parts import SplitModel
+from speakstream.engine.runtime.speed import SpeedEstimator
 from speakstream.engine.windows.edges import EdgePolicy
 from speakstream.engine.windows.front import Utterance, utterance
-from speakstream.engine.windows.parts import SplitModel
 from speakstream.engine.windows.planner import FRAME_SAMPLES, Span, WindowPlan
-from speakstream.engine.windows.speed import SpeedEstimator
 from speakstream.engine.windows.stitch import Stitcher, sine_phase
 from speakstream.types import SAMPLE_RATE
 

@@ -17,12 +17,12 @@ from numpy.typing import NDArray
 
 from speakstream.engine.cancel import CancelToken, WorkClock
 from speakstream.engine.phonemes.phonemizer import Phonemized
+from speakstream.engine.runtime.speed import Speed
 from speakstream.engine.windows.edges import EdgePolicy, trim_onset
 from speakstream.engine.windows.front import WINDOW_PAUSE_S, Utterance, timeline, word_boundaries
 from speakstream.engine.windows.planner import Chunk, Situation, WindowPlan, plan_window
 from speakstream.engine.windows.policy import WindowPolicy
 from speakstream.engine.windows.runner import Runner
-from speakstream.engine.windows.speed import Speed
 from speakstream.types import SAMPLE_RATE, Attribute, AudioPiece, Load, Step, SynthesisTimings, WordTimestamp
 
 PAUSE = int(WINDOW_PAUSE_S * SAMPLE_RATE)

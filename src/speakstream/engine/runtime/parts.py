@@ -16,7 +16,7 @@ from speakstream.engine.config import pick_crowded_decoder, pick_decoder
 from speakstream.engine.model.assets import Assets
 from speakstream.engine.model.feeds import decoder_feed, front_feed
 from speakstream.engine.model.weights import Placement, place, release_memory, share_arena, shrink_after
-from speakstream.engine.windows.cores import Copies, Cores
+from speakstream.engine.runtime.cores import Copies, Cores
 
 WARM_RUNS = 1
 """Runs of each copy before serving, by default: with one shared arena a copy's first run takes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from speakstream.engine.windows.speed import MEASURING_FRAMES, NARROW_SLOWDOWN, SMOOTHING, Speed, SpeedEstimator
+from speakstream.engine.runtime.speed import MEASURING_FRAMES, NARROW_SLOWDOWN, SMOOTHING, Speed, SpeedEstimator
 
 
 def test_until_measured_the_speed_is_the_guess_and_no_opening_speed_is_known() -> None:

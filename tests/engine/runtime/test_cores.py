@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from speakstream.engine.cancel import CancelToken, SynthesisCancelled
-from speakstream.engine.windows.cores import Cores, run, run_pair
+from speakstream.engine.runtime.cores import Cores, run, run_pair
 from speakstream.errors import EngineError
 
 
