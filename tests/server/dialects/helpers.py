@@ -6,6 +6,8 @@ import asyncio
 import json
 from typing import Any
 
+from livekit.agents.types import USERDATA_TIMED_TRANSCRIPT
+
 from speakstream.server.serve import ThreadedServer
 
 
@@ -41,3 +43,31 @@ async def read_until(ws: Any, done: Any, timeout: float = 30.0) -> list[dict[str
         messages.append(message)
         if done(message):
             return messages
+
+
+async def livekit_turn(tts: Any, text: str, *, interrupt: bool = False) -> tuple[bytes, list[Any]]:
+    """A LiveKit TTS stream fed ``text`` word by word, as an LLM streams it: its audio and timed
+    words (``interrupt``: the stream is closed after its first audio)."""
+    stream = tts.stream()
+    for token in text.split(" "):
+        stream.push_text(token + " ")
+    stream.end_input()
+    audio, words = bytearray(), []
+    try:
+        async for event in stream:
+            audio += bytes(event.frame.data)
+            words += event.frame.userdata.get(USERDATA_TIMED_TRANSCRIPT) or []
+            if interrupt:
+                break
+    finally:
+        await stream.aclose()
+    return bytes(audio), words
+
+
+async def livekit_synthesized(tts: Any, text: str) -> bytes:
+    """``TTS.synthesize``'s audio (the plugin's HTTP route)."""
+    audio = bytearray()
+    async with tts.synthesize(text) as stream:
+        async for event in stream:
+            audio += bytes(event.frame.data)
+    return bytes(audio)

@@ -1,6 +1,6 @@
 """The framework clients, unchanged, against a real server with the real Kokoro model: pipecat's
 ``ElevenLabsTTSService``, ``ElevenLabsHttpTTSService`` and ``CartesiaTTSService``, LiveKit's
-``elevenlabs.TTS`` and ``cartesia.TTS`` (streaming, and ``synthesize`` over HTTP). Each speaks a
+``elevenlabs.TTS``, ``cartesia.TTS`` and ``deepgram.TTS`` (streaming, and ``synthesize`` over HTTP). Each speaks a
 whole reply (heard by Whisper), gets word timestamps that match the audio, is interrupted
 mid-reply (no more audio of it), and speaks again on the same connection."""
 
@@ -15,8 +15,8 @@ from typing import Any
 import aiohttp
 import numpy as np
 import pytest
-from livekit.agents.types import USERDATA_TIMED_TRANSCRIPT
 from livekit.plugins import cartesia as lk_cartesia
+from livekit.plugins import deepgram as lk_deepgram
 from livekit.plugins import elevenlabs as lk_elevenlabs
 from pipecat.frames.frames import (
     EndFrame,
@@ -36,6 +36,7 @@ from pipecat.workers.runner import WorkerRunner
 
 from speakstream.bench.asr import Recognizer, corpus_wer
 from speakstream.server.serve import ThreadedServer
+from tests.server.dialects.helpers import livekit_synthesized, livekit_turn
 
 pytestmark = [pytest.mark.model, pytest.mark.asr]
 RATE = 24_000
@@ -163,7 +164,7 @@ def _drain(frames: asyncio.Queue[Frame]) -> list[Frame]:
 # LiveKit
 
 
-@pytest.fixture(params=["elevenlabs", "cartesia"])
+@pytest.fixture(params=["elevenlabs", "cartesia", "deepgram"])
 async def livekit_tts(request: pytest.FixtureRequest, kokoro_server: ThreadedServer) -> AsyncIterator[Any]:
     host = _host(kokoro_server)
     async with aiohttp.ClientSession() as http:
@@ -175,53 +176,38 @@ async def livekit_tts(request: pytest.FixtureRequest, kokoro_server: ThreadedSer
                 encoding="pcm_24000",
                 http_session=http,
             )
-        else:
+        elif request.param == "cartesia":
             tts = lk_cartesia.TTS(api_key="unused", base_url=f"http://{host}", voice="af_heart", http_session=http)
+        else:  # a Deepgram voice name, read by a Kokoro voice of its language and gender
+            base_url = f"http://{host}/v1/speak"
+            tts = lk_deepgram.TTS(api_key="unused", base_url=base_url, model="aura-2-thalia-en", http_session=http)
         try:
             yield tts
         finally:
             await tts.aclose()
 
 
-async def _livekit_turn(tts: Any, text: str, *, interrupt: bool = False) -> tuple[bytes, list[Any]]:
-    stream = tts.stream()
-    for token in text.split(" "):  # as an LLM streams it
-        stream.push_text(token + " ")
-    stream.end_input()
-    audio, words = bytearray(), []
-    try:
-        async for event in stream:
-            audio += bytes(event.frame.data)
-            words += event.frame.userdata.get(USERDATA_TIMED_TRANSCRIPT) or []
-            if interrupt:
-                break
-    finally:
-        await stream.aclose()
-    return bytes(audio), words
-
-
 async def test_livekit_speaks_times_words_is_interrupted_and_speaks_again(
     livekit_tts: Any, asr: Recognizer, kokoro_server: ThreadedServer
 ) -> None:
-    audio, words = await _livekit_turn(livekit_tts, REPLY)
+    audio, words = await livekit_turn(livekit_tts, REPLY)
     assert corpus_wer([(REPLY, _heard(asr, audio))]) <= 0.1
     audio_s = len(audio) / 2 / RATE
-    assert "".join(str(w) for w in words).split() == REPLY.split()  # a TimedString is the word
-    ends = [w.end_time for w in words]
-    assert ends == sorted(ends) and abs(ends[-1] - audio_s) < 0.1  # the last word ends with the audio
+    if livekit_tts.capabilities.aligned_transcript:  # (Deepgram's plugin times no words)
+        assert "".join(str(w) for w in words).split() == REPLY.split()  # a TimedString is the word
+        ends = [w.end_time for w in words]
+        assert ends == sorted(ends) and abs(ends[-1] - audio_s) < 0.1  # the last word ends with the audio
 
     started = time.perf_counter()
-    cut, _ = await _livekit_turn(livekit_tts, LONG, interrupt=True)
+    cut, _ = await livekit_turn(livekit_tts, LONG, interrupt=True)
     assert 0 < len(cut) / 2 / RATE < 5 and time.perf_counter() - started < 10
 
-    again, _ = await _livekit_turn(livekit_tts, AGAIN)
+    again, _ = await livekit_turn(livekit_tts, AGAIN)
     assert corpus_wer([(AGAIN, _heard(asr, again))]) <= 0.15
 
 
 async def test_livekit_synthesize_over_http(livekit_tts: Any, asr: Recognizer) -> None:
-    """``TTS.synthesize``: ElevenLabs' ``/v1/text-to-speech/{voice}/stream``, Cartesia's ``/tts/bytes``."""
-    audio = bytearray()
-    async with livekit_tts.synthesize(REPLY) as stream:
-        async for event in stream:
-            audio += bytes(event.frame.data)
+    """``TTS.synthesize``: ElevenLabs' ``/v1/text-to-speech/{voice}/stream``, Cartesia's ``/tts/bytes``,
+    Deepgram's ``/v1/speak``."""
+    audio = await livekit_synthesized(livekit_tts, REPLY)
     assert corpus_wer([(REPLY, _heard(asr, audio))]) <= 0.1
