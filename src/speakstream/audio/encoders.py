@@ -20,7 +20,7 @@ from speakstream.types import float_to_pcm16
 
 class RawEncoder:
     """PCM s16le, optionally behind a streaming WAV header, float32 little-endian PCM (``f32``),
-    or G.711 mu-law bytes."""
+    or G.711 mu-law or A-law bytes."""
 
     def __init__(self, *, kind: str, in_rate: int, out_rate: int) -> None:
         self.kind = kind
@@ -41,7 +41,7 @@ class RawEncoder:
         if self.kind == "f32":
             data = np.clip(samples, -1.0, 1.0).astype("<f4").tobytes()
         else:
-            data = mulaw_encode(samples) if self.kind == "mulaw" else float_to_pcm16(samples)
+            data = _G711[self.kind](samples) if self.kind in _G711 else float_to_pcm16(samples)
         header, self._header = self._header, b""
         return header + data
 
@@ -64,20 +64,53 @@ def wav_header(sample_rate: int, channels: int = 1, bits: int = 16, data_bytes: 
     )
 
 
+_MU_ENDS = np.array([0x3F, 0x7F, 0xFF, 0x1FF, 0x3FF, 0x7FF, 0xFFF, 0x1FFF])
+_A_ENDS = np.array([0x1F, 0x3F, 0x7F, 0xFF, 0x1FF, 0x3FF, 0x7FF, 0xFFF])
+_MU_BIAS = 0x84
+
+
+def _pcm16(samples: NDArray[np.float32]) -> NDArray[np.int64]:
+    return np.clip(np.round(samples.astype(np.float64) * 32767.0), -32768, 32767).astype(np.int64)
+
+
 def mulaw_encode(samples: NDArray[np.float32]) -> bytes:
-    """G.711 mu-law (the formula of ITU-T G.711, 8-bit, bit-inverted)."""
-    x = np.clip(samples.astype(np.float64), -1.0, 1.0)
-    magnitude = np.log1p(255.0 * np.abs(x)) / np.log1p(255.0)
-    code = np.round(magnitude * 127.0).astype(np.int16)
-    sign = np.where(x < 0, 0x00, 0x80)
-    return bytes(((sign | code) ^ 0x7F).astype(np.uint8).tobytes())
+    """G.711 mu-law, segment by segment as the standard's reference coder makes it (bit-exact with
+    it), so every telephone system's decoder hears what was meant."""
+    pcm = _pcm16(samples) >> 2
+    mask = np.where(pcm < 0, 0x7F, 0xFF)
+    magnitude = np.minimum(np.abs(pcm), 8159) + (_MU_BIAS >> 2)
+    segment = np.searchsorted(_MU_ENDS, magnitude)
+    code = (np.minimum(segment, 7) << 4) | ((magnitude >> (np.minimum(segment, 7) + 1)) & 0x0F)
+    return bytes((np.where(segment >= 8, 0x7F, code) ^ mask).astype(np.uint8).tobytes())
 
 
 def mulaw_decode(data: bytes) -> NDArray[np.float32]:
-    raw = np.frombuffer(data, dtype=np.uint8) ^ 0x7F
-    magnitude = (raw & 0x7F).astype(np.float64) / 127.0
-    x = (np.power(256.0, magnitude) - 1.0) / 255.0
-    return np.where(raw & 0x80, x, -x).astype(np.float32)
+    u = ~np.frombuffer(data, dtype=np.uint8).astype(np.int64) & 0xFF
+    t = (((u & 0x0F) << 3) + _MU_BIAS) << ((u & 0x70) >> 4)
+    return (np.where(u & 0x80, _MU_BIAS - t, t - _MU_BIAS) / 32768.0).astype(np.float32)
+
+
+def alaw_encode(samples: NDArray[np.float32]) -> bytes:
+    """G.711 A-law, segment by segment as the standard's reference coder makes it (bit-exact with
+    it): the European telephone networks' law, as mu-law is North America's and Japan's."""
+    pcm = _pcm16(samples) >> 3
+    mask = np.where(pcm >= 0, 0xD5, 0x55)
+    magnitude = np.where(pcm >= 0, pcm, -pcm - 1)
+    segment = np.searchsorted(_A_ENDS, magnitude)
+    step = np.where(segment < 2, 1, np.minimum(segment, 7))
+    code = (np.minimum(segment, 7) << 4) | ((magnitude >> step) & 0x0F)
+    return bytes((np.where(segment >= 8, 0x7F, code) ^ mask).astype(np.uint8).tobytes())
+
+
+def alaw_decode(data: bytes) -> NDArray[np.float32]:
+    a = np.frombuffer(data, dtype=np.uint8).astype(np.int64) ^ 0x55
+    segment = (a & 0x70) >> 4
+    t = ((a & 0x0F) << 4) + np.where(segment == 0, 8, 0x108)
+    t = np.where(segment > 1, t << np.maximum(segment - 1, 0), t)
+    return (np.where(a & 0x80, t, -t) / 32768.0).astype(np.float32)
+
+
+_G711 = {"mulaw": mulaw_encode, "alaw": alaw_encode}
 
 
 class _Sink:

@@ -50,6 +50,7 @@ FORMATS: dict[str, AudioFormat] = {
         AudioFormat("f32", "audio/pcm;encoding=float;bits=32", "f32"),
         AudioFormat("wav", "audio/wav", "wav"),
         AudioFormat("mulaw", "audio/basic", "ulaw", default_rate=8_000),
+        AudioFormat("alaw", "audio/PCMA", "alaw", default_rate=8_000),
         AudioFormat("mp3", "audio/mpeg", "mp3", container="mp3", codec="libmp3lame", default_bitrate=48_000),
         AudioFormat(
             "opus",

@@ -135,7 +135,7 @@ async def test_bad_messages_are_warnings_and_the_connection_goes_on(fake_server:
 @pytest.mark.parametrize(
     ("query", "code"),
     [
-        ({"encoding": "alaw"}, "invalid_encoding"),
+        ({"encoding": "mp3"}, "invalid_encoding"),  # over HTTP only
         ({"model": "nobody"}, "unknown_voice"),
         ({"speed": "fast"}, "invalid_speed"),
     ],
@@ -148,8 +148,9 @@ async def test_a_bad_query_is_refused_at_the_handshake(fake_server: ThreadedServ
     assert error["type"] == "Error" and error["code"] == code and closed.value.rcvd.code == 1008
 
 
-async def test_mulaw_at_8_khz(fake_server: ThreadedServer) -> None:
-    async with websockets.connect(_url(fake_server, encoding="mulaw", sample_rate="8000")) as ws:
+@pytest.mark.parametrize("encoding", ["mulaw", "alaw"])
+async def test_g711_at_8_khz(fake_server: ThreadedServer, encoding: str) -> None:
+    async with websockets.connect(_url(fake_server, encoding=encoding, sample_rate="8000")) as ws:
         await ws.recv()
         await ws.send(_speak("Telephone speech."))
         await ws.send(FLUSH)

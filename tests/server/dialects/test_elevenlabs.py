@@ -44,8 +44,9 @@ def test_output_formats() -> None:
     assert output_format("pcm_16000") == ("pcm", 16_000, None)
     assert output_format("mp3_44100_128") == ("mp3", 44_100, 128_000)
     assert output_format("ulaw_8000") == ("mulaw", 8_000, None)
+    assert output_format("alaw_8000") == ("alaw", 8_000, None)
     assert output_format("opus_48000_64") == ("opus", 48_000, 64_000)
-    for bad in ("alaw_8000", "pcm", "wav_24000", "mp3_x_1"):
+    for bad in ("flac_44100", "pcm", "wav_24000", "mp3_x_1"):
         with pytest.raises(Exception, match="output_format"):
             output_format(bad)
 
@@ -137,7 +138,7 @@ async def test_single_stream_ends_with_is_final_and_closes(fake_server: Threaded
 
 
 @pytest.mark.parametrize(
-    ("query", "code"), [({"output_format": "alaw_8000"}, "invalid_output_format"), ({"voice": "xx"}, "unknown_voice")]
+    ("query", "code"), [({"output_format": "wav_24000"}, "invalid_output_format"), ({"voice": "xx"}, "unknown_voice")]
 )
 async def test_a_bad_handshake_gets_an_error_then_a_close(
     fake_server: ThreadedServer, query: dict[str, str], code: str

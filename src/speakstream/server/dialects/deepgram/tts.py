@@ -3,7 +3,7 @@
 
 - Query (both): ``model`` (a Kokoro or saved voice, or a Deepgram voice such as
   ``aura-2-thalia-en``, read by a Kokoro voice of its language and gender: ``voices``),
-  ``encoding`` (``linear16``, ``mulaw``; over HTTP also ``mp3``, ``opus``, ``flac``, ``aac``),
+  ``encoding`` (``linear16``, ``mulaw``, ``alaw``; over HTTP also ``mp3``, ``opus``, ``flac``, ``aac``),
   ``sample_rate``, ``speed``; over HTTP ``container`` (``none``, ``wav``, ``ogg``) and
   ``bit_rate``. The rest (``mip_opt_out``, ``tag``, ``callback``, ...) is accepted and ignored, as
   Deepgram's clients send several.
@@ -45,7 +45,7 @@ from speakstream.server.security import client_of
 from speakstream.server.speech import SpeechRequest, body_limit, open_reply
 
 MODEL_VERSION = "kokoro-82m-v1.0"
-_RAW = {"linear16": "pcm", "mulaw": "mulaw"}
+_RAW = {"linear16": "pcm", "mulaw": "mulaw", "alaw": "alaw"}
 _ENCODED = {"mp3": "mp3", "opus": "opus", "flac": "flac", "aac": "adts"}
 
 
@@ -71,7 +71,7 @@ def _format(encoding: str, container: str | None, *, http: bool) -> str:
         raise InvalidInput(f"encoding must be one of {', '.join(made)}", code="invalid_encoding")
     if not http or container in (None, ""):
         return "wav" if http and encoding == "linear16" else made[encoding]
-    allowed = {"linear16": ("none", "wav"), "mulaw": ("none",), "opus": ("ogg",)}.get(encoding, ("none",))
+    allowed = {"linear16": ("none", "wav"), "opus": ("ogg",)}.get(encoding, ("none",))
     if container not in allowed:
         raise InvalidInput(f"container for {encoding} must be {' or '.join(allowed)}", code="invalid_container")
     return "wav" if container == "wav" else made[encoding]

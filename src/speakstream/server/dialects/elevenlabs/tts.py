@@ -5,7 +5,7 @@ What pipecat's ``ElevenLabsTTSService`` / ``ElevenLabsHttpTTSService`` and LiveK
 ``elevenlabs.TTS`` send and read:
 
 - Query: ``output_format`` (``pcm_<rate>``, ``mp3_<rate>_<kbps>``, ``opus_48000_<kbps>``,
-  ``ulaw_8000``), ``inactivity_timeout`` (s, default 20), ``auto_mode`` (each text message is
+  ``ulaw_8000``, ``alaw_8000``), ``inactivity_timeout`` (s, default 20), ``auto_mode`` (each text message is
   complete: spoken as one chunk), ``sync_alignment``, ``language_code``, ``enable_ssml_parsing``
   (the text is SSML; else only a ``<speak>`` document is), ``apply_text_normalization`` (``off``:
   read as it is; also a field of the HTTP body); ``model_id`` and the rest are accepted and
@@ -52,7 +52,7 @@ from speakstream.server.speech import SpeechRequest, body_limit, open_reply
 DEFAULT_FORMAT = "mp3_44100_128"
 DEFAULT_INACTIVITY_S = 20.0
 _TIME_KEYS = ("character_start_times_seconds", "character_end_times_seconds")
-_CODECS = {"pcm": "pcm", "mp3": "mp3", "opus": "opus", "ulaw": "mulaw"}
+_CODECS = {"pcm": "pcm", "mp3": "mp3", "opus": "opus", "ulaw": "mulaw", "alaw": "alaw"}
 
 
 def output_format(value: str) -> tuple[str, int, int | None]:
@@ -62,7 +62,7 @@ def output_format(value: str) -> tuple[str, int, int | None]:
     if codec not in _CODECS or not rate.isdigit() or (kbps and not kbps.isdigit()):
         raise InvalidInput(
             f"output_format {value[:32]!r} is not one we make: pcm_<rate>, mp3_<rate>_<kbps>, "
-            "opus_48000_<kbps> or ulaw_8000",
+            "opus_48000_<kbps>, ulaw_8000 or alaw_8000",
             code="invalid_output_format",
         )
     return _CODECS[codec], int(rate), int(kbps) * 1000 if kbps else None
