@@ -9,7 +9,8 @@ import pytest
 
 from speakstream.bench.experiments import EXPERIMENTS
 
-pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.asr, pytest.mark.llm]
+pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.asr, pytest.mark.llm, pytest.mark.full]
+"""10 to 17 minutes: `make test-full` (and `make bench`), so `make test` keeps near its 20-minute budget."""
 
 
 HANG_S = 1500

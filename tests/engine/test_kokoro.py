@@ -331,6 +331,7 @@ def test_the_first_word_is_heard_whatever_the_opening_window(kokoro: KokoroEngin
 CROWDED_FIRST_WORDS = [*FIRST_SOUNDS, "Sure, here is the next part.", "Sure thing, one moment."]
 
 
+@pytest.mark.full  # 89 s: an experiment on 35 utterances; `make test-full`
 def test_a_crowded_opening_on_the_int8_decoder_loses_no_more_first_words_than_on_the_mixed_one(
     kokoro: KokoroEngine, asr: Recognizer
 ) -> None:
@@ -361,6 +362,7 @@ def test_an_opening_that_would_end_inside_a_word_ends_after_it(kokoro: KokoroEng
         assert "flight to lisbon" in heard.lower(), (voice, heard)
 
 
+@pytest.mark.full  # 60 s; `make test-full`
 def test_a_crowded_reply_opens_with_the_shortest_window_and_sounds_the_same(
     kokoro: KokoroEngine, asr: Recognizer
 ) -> None:

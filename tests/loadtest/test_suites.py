@@ -87,6 +87,7 @@ async def test_full_fuzz() -> None:
     assert result["session_usable_after"] and result["server_healthy_after"]
 
 
+@pytest.mark.full  # 78 s of attacks; `make test-full`
 @pytest.mark.slow
 async def test_attacks_leave_a_well_behaved_client_served() -> None:
     """Outcomes only (the timing ratios are docs/reliability.md's, from the Kokoro run)."""

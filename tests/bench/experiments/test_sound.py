@@ -75,6 +75,7 @@ LEVEL_SPREAD_DB = 5.0
 these replies, the middle one varying with the windows a run decodes)."""
 
 
+@pytest.mark.full  # 74 s: twelve replies streamed and whole; `make test-full`
 @pytest.mark.slow
 async def test_a_streamed_reply_pauses_and_sounds_as_the_same_text_synthesised_whole(
     kokoro_server: ThreadedServer,

@@ -9,7 +9,7 @@ from speakstream.bench.sim.agreement import compare
 from speakstream.bench.sim.burst import Burst
 from speakstream.engine.kokoro import KokoroEngine
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.full]  # 100-150 s on the real engine: `make test-full`
 
 
 def test_a_calibrated_simulation_hears_what_the_real_engine_makes_heard(kokoro: KokoroEngine) -> None:
