@@ -67,7 +67,7 @@ def window_arguments(doc: str) -> argparse.Namespace:
 
 def main() -> None:
     args = window_arguments(__doc__)
-    engine = KokoroEngine(EngineConfig(parallel=1))
+    engine = KokoroEngine(EngineConfig(lanes=1))
     feed = window_feed(engine, args.frames)
     unfused = _unfused(engine)
     print(f"decoder window: {args.frames} frames, {args.runs} runs each, interleaved")

@@ -30,7 +30,7 @@ def main() -> None:
     assert model.crowded is not None
     if args.warm:
         model.warm(WARM_TOKENS, engine.voice_bank.style("af_heart", len(WARM_TOKENS)), args.warm)
-    tokens = engine.parts(TEXT, engine.check_voice("af_heart").speaks)[0].tokens
+    tokens = engine.phoneme_windows(TEXT, engine.check_voice("af_heart").speaks)[0].tokens
     style = engine.voice_bank.style("af_heart", len(tokens))
     front = model.front.every[0].run(None, front_feed(tokens, style, 1.0))[1:]
     phase = np.zeros((1, 1, len(model.harmonics)), np.float32)

@@ -38,7 +38,7 @@ def window_feed(engine: KokoroEngine, frames: int) -> dict[str, Any]:
     before the speech."""
     runner = engine.runner
     assert runner is not None
-    part = engine.parts(TEXT, engine.check_voice(VOICE).speaks)[0]
+    part = engine.phoneme_windows(TEXT, engine.check_voice(VOICE).speaks)[0]
     style = engine.voice_bank.style(VOICE, len(part.tokens))
     u = runner.front(part, style, 1.0, TEXT, None, edges=engine.edges)
     start = max(0, u.first_frame - engine.policy.seams.lead_context_frames)
@@ -92,7 +92,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--decoder", choices=("mixed", "float"), default="mixed")
     args = parser.parse_args()
-    engine = KokoroEngine(EngineConfig(parallel=1, decoder=args.decoder))
+    engine = KokoroEngine(EngineConfig(lanes=1, decoder=args.decoder))
     if engine.runner is None:
         raise SystemExit("needs the fast graph (the decoder part)")
     feed = window_feed(engine, args.frames)

@@ -177,7 +177,7 @@ class ServerConfig:
             decoder=self.decoder,
             crowded_decoder=self.crowded_decoder,
             intra_op_threads=self.intra_op_threads,
-            parallel=self.workers,
+            lanes=self.workers,
             spin_threads=self.spin_threads,
             share_weights=self.share_weights,
             weights_cache=self.data_dir / "optimized" if self.data_dir else None,

@@ -13,7 +13,7 @@ from speakstream.engine.cancel import CancelToken
 from speakstream.engine.config import EngineConfig
 from speakstream.engine.kokoro import WARM_TOKENS, KokoroEngine
 from speakstream.engine.phonemes.phonemizer import MAX_TOKENS
-from speakstream.engine.runtime.parts import WARM_FRAMES, WARM_RUNS, SplitModel
+from speakstream.engine.runtime.graphs import WARM_FRAMES, WARM_RUNS, SplitModel
 from speakstream.engine.runtime.speed import Speed
 from speakstream.engine.windows.edges import EdgePolicy, frame_db
 from speakstream.engine.windows.front import Utterance
@@ -37,7 +37,7 @@ def _runner(kokoro: KokoroEngine) -> Runner:
 
 
 def _front(kokoro: KokoroEngine, text: str, voice: str = "af_heart") -> Utterance:
-    part = kokoro.parts(text, kokoro.check_voice(voice).speaks)[0]
+    part = kokoro.phoneme_windows(text, kokoro.check_voice(voice).speaks)[0]
     style = kokoro.voice_bank.style(voice, len(part.tokens))
     return _runner(kokoro).front(part, style, 1.0, text, None, edges=kokoro.edges)
 
@@ -460,7 +460,7 @@ def test_a_pieces_time_leaves_out_a_pause_for_another_replys_first_window(
 
 def test_a_whole_chunks_time_leaves_out_a_pause_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same on a whole graph (no windows: one inference per chunk), paused before it starts."""
-    engine = KokoroEngine(EngineConfig(graph="timed", parallel=1))
+    engine = KokoroEngine(EngineConfig(graph="timed", lanes=1))
     real, paused = time.perf_counter, [0.0]
     monkeypatch.setattr(time, "perf_counter", lambda: real() + paused[0])
     token = CancelToken()
@@ -516,9 +516,9 @@ def _spectral_difference(a: np.ndarray, b: np.ndarray, size: int = 1024, hop: in
 
 
 def test_two_inferences_at_once_share_the_cores_and_say_the_same() -> None:
-    """With ``parallel=2`` an inference that starts while another runs takes a narrow (one thread here)
+    """With ``lanes=2`` an inference that starts while another runs takes a narrow (one thread here)
     copy of the model, and what it makes is what the model makes alone (the same sound)."""
-    engine = KokoroEngine(EngineConfig(parallel=2))
+    engine = KokoroEngine(EngineConfig(lanes=2))
     model = _runner(engine).model
     assert len(model.decoder.free) == 2 and len(model.front.free) == 2
     alone = [engine.synthesize(text).samples for text in SENTENCES[:2]]

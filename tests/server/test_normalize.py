@@ -110,8 +110,8 @@ async def _control(ws: websockets.ClientConnection) -> str:
 
 def test_the_engine_reads_the_text_as_it_is_and_the_cache_keys_them_apart(kokoro: KokoroEngine) -> None:
     english = parse_language("en-us")
-    normalized = kokoro.parts(DATED, english)[0].phonemes
-    as_it_is = kokoro.parts(DATED, english, normalized=False)[0].phonemes
+    normalized = kokoro.phoneme_windows(DATED, english)[0].phonemes
+    as_it_is = kokoro.phoneme_windows(DATED, english, normalized=False)[0].phonemes
     assert "mˈɑɹʧ" in normalized and "mˈɑɹʧ" not in as_it_is, (normalized, as_it_is)
     keys = {kokoro.sound_key(DATED, voice="af_heart", speed=1.0, normalized=flag) for flag in (True, False)}
     assert len(keys) == 2

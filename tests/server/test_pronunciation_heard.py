@@ -51,7 +51,7 @@ def test_a_phoneme_rule_sends_its_phonemes_to_the_model(kokoro: KokoroEngine) ->
     )
     english = parse_language("en-us")
     for word in ("Qwertle", "Flimbo"):
-        parts = kokoro.parts(lexicon.apply(f"I would like a {word}, please."), english)
+        parts = kokoro.phoneme_windows(lexicon.apply(f"I would like a {word}, please."), english)
         spoken = next(w for w in parts[0].words if w.text == word)
         assert parts[0].phonemes[spoken.first : spoken.end] == "bənˈænə"  # Kokoro's stress, before the vowel
 

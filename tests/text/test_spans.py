@@ -78,7 +78,7 @@ def _spans(kokoro: KokoroEngine, text: str, cut: int) -> list[tuple[str, tuple[i
     placed = []
     for part in parts:
         if isinstance(part, Say):
-            words = [w.text for p in kokoro.parts(part.text, english) for w in p.words]
+            words = [w.text for p in kokoro.phoneme_windows(part.text, english) for w in p.words]
             placed += list(zip(words, finder.place(words, part.text, part.ends_at), strict=True))
     return placed
 

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
 from speakstream.engine.model import assets as store
-from speakstream.engine.runtime.parts import build_shared
+from speakstream.engine.runtime.graphs import build_shared
 
 
 def register(commands: Any) -> None:

@@ -37,7 +37,7 @@ class EngineConfig:
     """Threads inside one inference (0: the CPUs this process may use, its affinity and its
     container's CPU quota; ONNX Runtime's own default counts the machine's cores)."""
     inter_op_threads: int = 1
-    parallel: int = 0
+    lanes: int = 0
     """Inferences that may run at once, the engine's lanes (0: 2 on a CPU with 2 cores or more,
     else 1). Above 1 on a CPU, each part of the model is also loaded as that many narrow copies
     (an equal share of the cores each) for inferences that start beside another."""
@@ -102,11 +102,11 @@ def pick_crowded_decoder(requested: str, decoder: str) -> str | None:
 
 
 def engine_lanes(config: EngineConfig, providers: list[str]) -> int:
-    """Inferences that may run at once: ``config.parallel``, or what 0 chooses: two on a CPU with 2
+    """Inferences that may run at once: ``config.lanes``, or what 0 chooses: two on a CPU with 2
     cores or more (two narrow inferences do more than one wide one; one alone still gets every
     core), else one (a GPU, or a whole graph, which has no narrow copies)."""
-    if config.parallel:
-        return config.parallel
+    if config.lanes:
+        return config.lanes
     on_cpu = providers[0] == "CPUExecutionProvider" and config.graph == "fast"
     return 2 if on_cpu and cores(config) >= 2 else 1
 

@@ -38,7 +38,7 @@ from speakstream.engine.phonemes.languages import Language, parse_language
 from speakstream.engine.phonemes.normalize import normalize
 from speakstream.engine.phonemes.phonemizer import Phonemized, Phonemizer, Word, vocab, windows
 from speakstream.engine.runtime.cores import run as run_graph
-from speakstream.engine.runtime.parts import UNSHARED, SplitModel
+from speakstream.engine.runtime.graphs import UNSHARED, SplitModel
 from speakstream.engine.runtime.speed import CPU_GUESS_S, GPU_GUESS_S, SpeedEstimator
 from speakstream.engine.voices import VoiceBank
 from speakstream.engine.windows.edges import EdgePolicy, trim_edges
@@ -244,12 +244,12 @@ class KokoroEngine(VoiceBankEngine):
     def _read(self, text: str, voice: str, speed: float, normalized: bool = True) -> list[Phonemized]:
         """The phoneme windows of a chunk, or the ``InvalidInput`` that says why it cannot be spoken."""
         text, speed, info = self.checked(text, voice, speed)
-        parts = self.parts(text, info.speaks, normalized=normalized)
+        parts = self.phoneme_windows(text, info.speaks, normalized=normalized)
         if not parts:
             raise InvalidInput(f"nothing speakable in {text[:40]!r}", code="empty_text")
         return parts
 
-    def parts(self, text: str, speaks: Language, *, normalized: bool = True) -> list[Phonemized]:
+    def phoneme_windows(self, text: str, speaks: Language, *, normalized: bool = True) -> list[Phonemized]:
         """``text`` normalised (unless ``normalized`` is false: the client normalised it) and
         phonemised in ``speaks``, cut into the model's token windows."""
         return windows(self.phonemize(text, speaks, normalized=normalized))

@@ -91,7 +91,7 @@ def run(model: onnx.ModelProto, feed: dict[str, Any]) -> np.ndarray[Any, Any]:
 def decoder_input(kokoro: KokoroEngine, text: str, voice: str) -> dict[str, Any]:
     """The derived decoder's feed for ``text``'s first part in ``voice``: the front's output, the
     style, and the sine source's phase at zero."""
-    part = kokoro.parts(text, kokoro.check_voice(voice).speaks)[0]
+    part = kokoro.phoneme_windows(text, kokoro.check_voice(voice).speaks)[0]
     style = kokoro.voice_bank.style(voice, len(part.tokens))
     _, *curves = ort_session(str(kokoro.assets.split("front"))).run(None, front_feed(part.tokens, style, 1.0))
     assert kokoro.runner is not None

@@ -38,7 +38,9 @@ def test_a_session_on_shared_weights_computes_what_one_of_its_own_does(kokoro: K
     """The front and the main decoder, each against a session loading its part's graph as shipped."""
     assert kokoro.runner is not None
     model, weights = kokoro.runner.model, _weights(kokoro)
-    tokens = tuple(kokoro.parts("Shared weights sound the same.", kokoro.check_voice("af_heart").speaks)[0].tokens)
+    tokens = tuple(
+        kokoro.phoneme_windows("Shared weights sound the same.", kokoro.check_voice("af_heart").speaks)[0].tokens
+    )
     style = kokoro.voice_bank.style("af_heart", len(tokens))
     own_front = ort.InferenceSession(str(weights.sources["front"]), providers=["CPUExecutionProvider"])
     feed = front_feed(tokens, style, 1.0)

@@ -256,8 +256,8 @@ CPU, CUDA = ["CPUExecutionProvider"], ["CUDAExecutionProvider", "CPUExecutionPro
         ({"intra_op_threads": 1}, CPU, 1),  # one core: nothing to share
         ({"intra_op_threads": 2}, CUDA, 1),  # a GPU: no narrow copies
         ({"intra_op_threads": 2, "graph": "timed"}, CPU, 1),  # a whole graph: no narrow copies
-        ({"intra_op_threads": 1, "parallel": 3}, CPU, 3),  # set: as set
-        ({"parallel": 1}, CPU, 1),
+        ({"intra_op_threads": 1, "lanes": 3}, CPU, 3),  # set: as set
+        ({"lanes": 1}, CPU, 1),
     ],
 )
 def test_two_lanes_by_default_on_a_cpu_with_cores_to_share(

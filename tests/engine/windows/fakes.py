@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from speakstream.engine.model.feeds import F0, FEATURES, PHASE
 from speakstream.engine.runtime.cores import Cores
-from speakstream.engine.runtime.parts import SplitModel
+from speakstream.engine.runtime.graphs import SplitModel
 from speakstream.engine.runtime.speed import Speed, SpeedEstimator
 from speakstream.engine.windows.edges import EdgePolicy
 from speakstream.engine.windows.front import Utterance

@@ -33,7 +33,7 @@ UNIT = Speed(1.0, 1.0)
 
 def _front(kokoro: KokoroEngine, text: str) -> Utterance:
     assert kokoro.runner is not None
-    part = kokoro.parts(text, kokoro.check_voice(VOICE).speaks)[0]
+    part = kokoro.phoneme_windows(text, kokoro.check_voice(VOICE).speaks)[0]
     style = kokoro.voice_bank.style(VOICE, len(part.tokens))
     return kokoro.runner.front(part, style, 1.0, text, None, edges=kokoro.edges)
 

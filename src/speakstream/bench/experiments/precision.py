@@ -85,7 +85,7 @@ def _sessions(engine: KokoroEngine) -> dict[str, Any]:
 def _inputs(engine: KokoroEngine, sessions: dict[str, Any], text: str, voice: str) -> tuple[dict[str, Any], ...]:
     """The whole graph's feed, and the decoders' inputs from the front on it: whole, and the
     opening window."""
-    tokens = engine.parts(text, engine.check_voice(voice).speaks)[0].tokens
+    tokens = engine.phoneme_windows(text, engine.check_voice(voice).speaks)[0].tokens
     style = engine.voice_bank.style(voice, len(tokens))
     feed = front_feed(tokens, style, 1.0)
     _, *outputs = sessions["front"].run(None, feed)

@@ -170,7 +170,7 @@ def _whole(ctx: BenchContext, text: str, wholes: dict[str, sound.Rendering]) -> 
         engine = ctx.engine_source()
         chunk = engine.synthesize(text)
         words = [{"word": w.word, "start_s": w.start_s, "end_s": w.end_s} for w in chunk.words]
-        sizes = [len(part.words) for part in engine.parts(text, engine.check_voice("af_heart").speaks)]
+        sizes = [len(part.words) for part in engine.phoneme_windows(text, engine.check_voice("af_heart").speaks)]
         ends = np.cumsum([0, *sizes]) if sum(sizes) == len(words) else np.array([0, len(words)])
         wholes[text] = sound.rendering(
             chunk.samples, chunk.sample_rate, [words[a:b] for a, b in itertools.pairwise(ends)]

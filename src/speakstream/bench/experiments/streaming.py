@@ -158,7 +158,7 @@ def utterance(engine: KokoroEngine, text: str, voice: str) -> Utterance:
     """The front's output for ``text`` (its first part) in ``voice``, at speed 1."""
     if engine.runner is None:
         raise RuntimeError("the engine runs a whole graph (graph != fast)")
-    part = engine.parts(text, engine.check_voice(voice).speaks)[0]
+    part = engine.phoneme_windows(text, engine.check_voice(voice).speaks)[0]
     style = engine.voice_bank.style(voice, len(part.tokens))
     return engine.runner.front(part, style, 1.0, text, None, edges=engine.edges)
 

@@ -142,7 +142,7 @@ def _front(engine: KokoroEngine, runs: int) -> tuple[float, float]:
     for text in [*bench_text().split(". "), FORTY_WORDS]:
 
         def read(text: str = text) -> None:
-            part = engine.parts(text, speaks)[0]
+            part = engine.phoneme_windows(text, speaks)[0]
             runner.front(part, engine.voice_bank.style(VOICE, len(part.tokens)), 1.0, text, None, edges=engine.edges)
 
         points.append((len(text), _median(runs, read)))

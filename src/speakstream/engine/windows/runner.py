@@ -14,7 +14,7 @@ from speakstream.engine.cancel import CancelToken
 from speakstream.engine.model.feeds import decoder_feed, front_feed
 from speakstream.engine.phonemes.phonemizer import Phonemized
 from speakstream.engine.runtime import cores
-from speakstream.engine.runtime.parts import SplitModel
+from speakstream.engine.runtime.graphs import SplitModel
 from speakstream.engine.runtime.speed import SpeedEstimator
 from speakstream.engine.windows.edges import EdgePolicy
 from speakstream.engine.windows.front import Utterance, utterance
