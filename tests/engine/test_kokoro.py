@@ -461,6 +461,7 @@ def test_a_pieces_time_leaves_out_a_pause_for_another_replys_first_window(
 def test_a_whole_chunks_time_leaves_out_a_pause_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same on a whole graph (no windows: one inference per chunk), paused before it starts."""
     engine = KokoroEngine(EngineConfig(graph="timed", lanes=1))
+    engine.phoneme_windows(SENTENCES[0], engine.check_voice("af_heart").speaks)  # the G2P loaded (>0.5 s alone)
     real, paused = time.perf_counter, [0.0]
     monkeypatch.setattr(time, "perf_counter", lambda: real() + paused[0])
     token = CancelToken()
