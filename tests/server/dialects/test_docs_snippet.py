@@ -46,6 +46,7 @@ async def test_the_readme_snippet_builds_clients_pointed_at_speakstream() -> Non
     assert set(built) == {
         "elevenlabs.ElevenLabsTTSService",
         "cartesia.CartesiaTTSService",
+        "deepgram.DeepgramTTSService",
         "elevenlabs.ElevenLabsHttpTTSService",
         "elevenlabs.TTS",
         "cartesia.TTS",
