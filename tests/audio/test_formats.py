@@ -5,7 +5,7 @@ import pytest
 
 from speakstream.audio import FORMATS, audio_format, open_encoder
 from speakstream.audio.decode import decode
-from speakstream.audio.encoders import alaw_decode, alaw_encode, mulaw_decode, mulaw_encode
+from speakstream.audio.encoders import G711
 from speakstream.bench.asr import Recognizer, normalize_words
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.errors import InvalidInput
@@ -80,7 +80,6 @@ def test_wav_header_streams_with_open_length() -> None:
     assert struct.unpack("<HHI", header[20:28]) == (1, 1, 24_000)
 
 
-G711 = {"mulaw": (mulaw_encode, mulaw_decode), "alaw": (alaw_encode, alaw_decode)}
 G711_REFERENCE = {
     "mulaw": {0: 0xFF, 1000: 0xCE, -1000: 0x4E, 8000: 0xA0, 32767: 0x80, -32768: 0x00},
     "alaw": {0: 0xD5, 1000: 0xFA, -1000: 0x7A, 8000: 0x8A, 32767: 0xAA, -32768: 0x2A},

@@ -9,7 +9,7 @@ import av
 import numpy as np
 from numpy.typing import NDArray
 
-from speakstream.audio.encoders import alaw_decode, mulaw_decode
+from speakstream.audio.encoders import G711
 from speakstream.audio.formats import audio_format
 from speakstream.types import pcm16_to_float
 
@@ -22,8 +22,8 @@ def decode(data: bytes, name: str, *, sample_rate: int | None = None) -> tuple[N
     if fmt.name == "f32":
         usable = len(data) - len(data) % 4
         return np.frombuffer(data[:usable], "<f4").astype(np.float32), sample_rate or 24_000
-    if fmt.name in ("mulaw", "alaw"):
-        return (mulaw_decode if fmt.name == "mulaw" else alaw_decode)(data), sample_rate or 8_000
+    if fmt.name in G711:
+        return G711[fmt.name][1](data), sample_rate or 8_000
     if fmt.name == "wav":
         rate = int.from_bytes(data[24:28], "little") if len(data) >= 44 else (sample_rate or 24_000)
         return pcm16_to_float(data[44:]), rate

@@ -41,7 +41,7 @@ class RawEncoder:
         if self.kind == "f32":
             data = np.clip(samples, -1.0, 1.0).astype("<f4").tobytes()
         else:
-            data = _G711[self.kind](samples) if self.kind in _G711 else float_to_pcm16(samples)
+            data = G711[self.kind][0](samples) if self.kind in G711 else float_to_pcm16(samples)
         header, self._header = self._header, b""
         return header + data
 
@@ -110,7 +110,8 @@ def alaw_decode(data: bytes) -> NDArray[np.float32]:
     return (np.where(a & 0x80, t, -t) / 32768.0).astype(np.float32)
 
 
-_G711 = {"mulaw": mulaw_encode, "alaw": alaw_encode}
+G711 = {"mulaw": (mulaw_encode, mulaw_decode), "alaw": (alaw_encode, alaw_decode)}
+"""The G.711 laws by format name: (encode, decode)."""
 
 
 class _Sink:

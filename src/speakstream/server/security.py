@@ -26,6 +26,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from speakstream.config import ServerConfig
 
 OPEN_PATHS = ("/ping",)
+AUTH_SCHEMES = (b"bearer", b"token")
+"""``Authorization`` schemes that carry the key: ``Bearer``, and ``Token`` (Deepgram's clients)."""
 KEY_HEADERS = (b"xi-api-key", b"x-api-key")
 """Where the ElevenLabs and Cartesia clients put their key: the same key as ``Authorization``."""
 TOKEN_TTL_S = 60
@@ -90,10 +92,9 @@ class SecurityMiddleware:
         assert self.key is not None
         presented = b""
         for name, value in scope.get("headers", []):
-            if name == b"authorization" and value[:7].lower() == b"bearer ":
-                presented = value[7:].strip()
-            elif name == b"authorization" and value[:6].lower() == b"token ":  # Deepgram's clients
-                presented = value[6:].strip()
+            scheme, _, credential = value.partition(b" ")
+            if name == b"authorization" and scheme.lower() in AUTH_SCHEMES:
+                presented = credential.strip()
             elif name in KEY_HEADERS and not presented:
                 presented = value.strip()
         if not presented and scope["type"] == "websocket":

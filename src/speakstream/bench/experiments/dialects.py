@@ -92,32 +92,24 @@ async def _cartesia(ws: Any, text: str) -> float:
 
 async def _deepgram(ws: Any, text: str) -> float:
     """Audio comes as binary frames; the turn ends with ``Flushed``."""
-    sent_at, first = time.perf_counter(), None
+    sent_at = time.perf_counter()
     await ws.send(json.dumps({"type": "Speak", "text": text}))
     await ws.send(json.dumps({"type": "Flush"}))
-    while True:
-        frame = await ws.recv()
-        if isinstance(frame, bytes):
-            first = first or time.perf_counter()
-            continue
-        kind = json.loads(frame)["type"]
-        if kind == "Error":
-            raise RuntimeError(f"the server answered with an error: {frame}")
-        if kind == "Flushed":
-            break
-    assert first is not None
-    return (first - sent_at) * 1000
+    return await _first_then_end(ws, sent_at, lambda m: False, lambda m: m.get("type") == "Flushed")
 
 
 async def _first_then_end(
     ws: Any, sent_at: float, is_audio: Callable[[dict[str, Any]], bool], is_end: Callable[[dict[str, Any]], bool]
 ) -> float:
+    """First audio of a turn, in ms after ``sent_at``, read until ``is_end``; a binary frame is
+    audio (Deepgram's), a JSON one is audio when ``is_audio`` says so."""
     first = None
     while True:
-        message = json.loads(await ws.recv())
-        if "error" in message or message.get("type") == "error":
+        frame = await ws.recv()
+        message = {} if isinstance(frame, bytes) else json.loads(frame)
+        if "error" in message or message.get("type") in ("error", "Error"):
             raise RuntimeError(f"the server answered with an error: {message}")
-        if first is None and is_audio(message):
+        if first is None and (isinstance(frame, bytes) or is_audio(message)):
             first = time.perf_counter()
         if is_end(message):
             break

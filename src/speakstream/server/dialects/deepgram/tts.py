@@ -49,7 +49,7 @@ _RAW = {"linear16": "pcm", "mulaw": "mulaw", "alaw": "alaw"}
 _ENCODED = {"mp3": "mp3", "opus": "opus", "flac": "flac", "aac": "adts"}
 
 
-def options(query: Mapping[str, str], mapped_voice: Any, *, http: bool) -> tuple[Options, int | None]:
+def query_options(query: Mapping[str, str], mapped_voice: Any, *, http: bool) -> tuple[Options, int | None]:
     """How a connection (or an HTTP request) speaks, from its query, and the encoder's bitrate."""
     fmt = _format(query.get("encoding") or ("mp3" if http else "linear16"), query.get("container"), http=http)
     bitrate = _whole(query.get("bit_rate"), "bit_rate") if http else None
@@ -97,7 +97,7 @@ class DeepgramSocket(ContextSocket):
     async def start(self) -> None:
         """A bad model or format is refused at the handshake; then the connection's metadata."""
         query = self.ws.query_params
-        self.options, _ = options(query, self.config.mapped_voice, http=False)
+        self.options, _ = query_options(query, self.config.mapped_voice, http=False)
         validate(self.rt.require_scheduler(), self.rt.settings(self.options))
         await self.send(json.dumps(_metadata(self.id, query.get("model") or self.config.voice)))
 
@@ -184,7 +184,7 @@ async def speak_endpoint(request: Request) -> Response:
     runtime = runtime_of(request)
     try:
         data = await json_body(request, body_limit(runtime))
-        speech_options, bitrate = options(request.query_params, runtime.config.mapped_voice, http=True)
+        speech_options, bitrate = query_options(request.query_params, runtime.config.mapped_voice, http=True)
         speech = SpeechRequest(data.get("text"), speech_options, "deepgram", bitrate=bitrate)
         reply = await open_reply(runtime, request, speech)
     except SpeakstreamError as exc:
