@@ -108,7 +108,7 @@ async def _trials(
             for setting in ("on", "off") if trial % 2 == 0 else ("off", "on"):
                 policy, edges = on if setting == "on" else off
                 text, options = _message(name)
-                with engine.using(policy, edges):
+                async with ctx.configured(engine=engine.configured(policy, edges)):
                     r = await one_level(ctx, sessions, text, stagger_s=stagger, **options)
                 found.setdefault((name, setting), []).append(
                     (r["ttfa_ms"]["p95"], r["throughput"], r["stall_ms"]["mean"])

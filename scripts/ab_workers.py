@@ -1,4 +1,4 @@
-"""First audio and throughput with one engine worker against two (``ServerConfig.workers``), side by side.
+"""First audio and throughput with one engine worker against two (``ServerConfig.lanes``), side by side.
 
     python scripts/ab_workers.py --rounds 2 --trials 2
 
@@ -35,7 +35,7 @@ async def _trials(ctx: BenchContext, trials: int) -> dict[str, list[tuple[float,
 
 
 def _measure(workers: int, trials: int) -> dict[str, list[tuple[float, float]]]:
-    server = ThreadedServer(create_app(ServerConfig(workers=workers))).start()
+    server = ThreadedServer(create_app(ServerConfig(lanes=workers))).start()
     try:
         ctx = BenchContext.in_process(server)
         return asyncio.run(_trials(ctx, trials))

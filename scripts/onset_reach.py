@@ -22,7 +22,7 @@ from speakstream.engine.config import EngineConfig
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.phonemes.phonemizer import windows
 from speakstream.engine.windows.edges import EdgePolicy, frame_db
-from speakstream.engine.windows.planner import Span
+from speakstream.engine.windows.planner import Decode
 
 TEXTS = [
     "Sure, here is the next part.",
@@ -55,7 +55,7 @@ def _head(engine: KokoroEngine, text: str, voice: str) -> tuple[float, float]:
     part = windows(engine.phonemizer.phonemize(text))[0]
     style = engine.voice_bank.style(voice, len(part.tokens))
     u = runner.front(part, style, 1.0, text, None, edges=engine.edges)
-    whole = frame_db(runner.decode(u, Span(0, u.frames, 0, u.frames), None), 24_000)
+    whole = frame_db(runner.decode(u, Decode(0, u.frames, 0, u.frames), None), 24_000)
     chunk = engine.synthesize(text, voice=voice)
     start = u.head + round((u.words[0].start_s - chunk.words[0].start_s) * 24_000)
     cut = float(whole[: start // FRAME].max()) if start >= FRAME else -120.0

@@ -25,7 +25,7 @@ import numpy as np
 from speakstream.engine.config import EngineConfig, session_options
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.model.feeds import FEATURES
-from speakstream.engine.windows.planner import Span
+from speakstream.engine.windows.planner import Decode
 
 VOICE = "af_heart"
 WARM_UP = 3
@@ -43,7 +43,7 @@ def window_feed(engine: KokoroEngine, frames: int) -> dict[str, Any]:
     u = runner.front(part, style, 1.0, TEXT, None, edges=engine.edges)
     start = max(0, u.first_frame - engine.policy.seams.lead_context_frames)
     end = min(u.frames, start + frames)
-    return runner.feed(u, Span(start, end, start, end))
+    return runner.feed(u, Decode(start, end, start, end))
 
 
 def _profile(engine: KokoroEngine, feed: dict[str, Any], threads: int, runs: int) -> tuple[list[float], list[Any]]:

@@ -42,7 +42,7 @@ class RayServer:
 
     def __init__(self, replicas: int, port: int) -> None:
         self.port = port
-        env = {**os.environ, "SPEAKSTREAM_INTRA_OP_THREADS": "1", "SPEAKSTREAM_WORKERS": "1"}
+        env = {**os.environ, "SPEAKSTREAM_INTRA_OP_THREADS": "1", "SPEAKSTREAM_LANES": "1"}
         command = [str(BIN / "speakstream"), "serve", "--ray", "--replicas", str(replicas), "--replica-cpus", "1"]
         command += ["--port", str(port), "--max-sessions", "64"]
         self.log = open(f"/tmp/ray-serve-{replicas}.log", "w")  # noqa: SIM115  (closed in stop)

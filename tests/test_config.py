@@ -71,3 +71,9 @@ def test_the_decoder_is_chosen_by_the_engine_unless_set() -> None:
     assert ServerConfig.from_env({}).engine_config().crowded_decoder == "auto"
     crowded = ServerConfig.from_env({"SPEAKSTREAM_CROWDED_DECODER": "same"}).engine_config().crowded_decoder
     assert crowded == "same"
+
+
+def test_lanes_are_read_under_their_old_name_too_and_the_new_one_wins() -> None:
+    assert ServerConfig.from_env({"SPEAKSTREAM_WORKERS": "1"}).lanes == 1
+    assert ServerConfig.from_env({"SPEAKSTREAM_WORKERS": "1", "SPEAKSTREAM_LANES": "2"}).lanes == 2
+    assert ServerConfig.from_env({}).lanes == 0

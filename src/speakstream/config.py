@@ -20,6 +20,8 @@ from speakstream.errors import InvalidInput
 from speakstream.text import ChunkPolicy
 
 ENV_PREFIX = "SPEAKSTREAM_"
+RENAMED = {"lanes": "WORKERS"}
+"""Settings' old variable names, still read (``SPEAKSTREAM_WORKERS`` is ``SPEAKSTREAM_LANES``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,7 +66,7 @@ class ServerConfig:
     the real one) may have reserved at once. 0: half of ``queue_depth`` (at least one reply's) on
     an address other than loopback, no cap of its own on loopback. Turns at the engine are shared
     per client whatever this is."""
-    workers: int = 0
+    lanes: int = 0
     """Windows decoded at once: 0 lets the engine choose (``Engine.lanes``: 2 where the process
     may use 2 CPUs or more, by its affinity and container quota, else 1; ``engine.cpus``)."""
     lookahead: int = 2
@@ -124,7 +126,7 @@ class ServerConfig:
     """The fast graph's decoder: ``mixed`` (partly int8, faster on a CPU), ``float``, or ``auto``
     (``mixed`` on the CPU provider, else ``float``; ``EngineConfig.decoder``)."""
     crowded_decoder: str = "auto"
-    """The decoder of a reply's opening while more replies wait for theirs than the workers:
+    """The decoder of a reply's opening while more replies wait for theirs than there are lanes:
     ``int8``, ``same`` (``decoder``), or ``auto`` (``int8`` beside ``mixed``;
     ``EngineConfig.crowded_decoder``)."""
     intra_op_threads: int = 0
@@ -177,7 +179,7 @@ class ServerConfig:
             decoder=self.decoder,
             crowded_decoder=self.crowded_decoder,
             intra_op_threads=self.intra_op_threads,
-            lanes=self.workers,
+            lanes=self.lanes,
             spin_threads=self.spin_threads,
             share_weights=self.share_weights,
             weights_cache=self.data_dir / "optimized" if self.data_dir else None,
@@ -199,7 +201,7 @@ class ServerConfig:
         environ = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
-            raw = environ.get(ENV_PREFIX + f.name.upper())
+            raw = environ.get(ENV_PREFIX + f.name.upper(), environ.get(ENV_PREFIX + RENAMED.get(f.name, "-")))
             if raw is not None and f.name != "policy":
                 values[f.name] = _parse(f.name, str(f.type), raw)
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -17,7 +17,8 @@ from speakstream.engine.runtime.graphs import WARM_FRAMES, WARM_RUNS, SplitModel
 from speakstream.engine.runtime.speed import Speed
 from speakstream.engine.windows.edges import EdgePolicy, frame_db
 from speakstream.engine.windows.front import Utterance
-from speakstream.engine.windows.planner import FRAME_SAMPLES, Situation, Span, opening_frames
+from speakstream.engine.windows.planner import FRAME_SAMPLES, Decode, Situation, opening_frames
+from speakstream.engine.windows.policy import WindowPolicy
 from speakstream.engine.windows.runner import Runner
 from speakstream.errors import InvalidInput, UnknownVoice
 from speakstream.types import SAMPLE_RATE, AudioPiece, Load
@@ -44,7 +45,7 @@ def _front(kokoro: KokoroEngine, text: str, voice: str = "af_heart") -> Utteranc
 
 def _whole(kokoro: KokoroEngine, u: Utterance, cancel: CancelToken | None = None) -> np.ndarray:
     """Every frame of ``u`` decoded in one inference, no context: the decoder's own audio."""
-    return _runner(kokoro).decode(u, Span(0, u.frames, 0, u.frames), cancel)
+    return _runner(kokoro).decode(u, Decode(0, u.frames, 0, u.frames), cancel)
 
 
 def _spoken(kokoro: KokoroEngine, text: str, voice: str = "af_heart", **pinned: Any) -> list[AudioPiece]:
@@ -632,3 +633,15 @@ def test_a_long_digit_run_is_spoken_digit_by_digit(kokoro: KokoroEngine) -> None
     chunk = kokoro.synthesize("7" * 40 + ".", voice="af_heart", speed=2.0)
     assert len(chunk.samples) / chunk.sample_rate > 3.0
     assert [w.word for w in chunk.words] == ["7"] * 40
+
+
+def test_a_configured_variant_shares_the_loaded_model_and_leaves_the_engine_as_it_was(kokoro: KokoroEngine) -> None:
+    """An experiment's arm (``KokoroEngine.configured``): its own windows, nothing loaded again,
+    its audio cached apart from the engine's."""
+    whole = WindowPolicy.whole()
+    variant = kokoro.configured(windows=whole)
+    assert variant.policy == whole == variant.config.windows and kokoro.policy != whole
+    assert variant.runner is kokoro.runner and variant.voice_bank is kokoro.voice_bank
+    key = {"voice": "af_heart", "speed": 1.0}
+    assert variant.sound_key("Hello there.", **key) != kokoro.sound_key("Hello there.", **key)
+    assert len(list(pieces(variant.stream("Hello there, again.", voice="af_heart")))) == 1

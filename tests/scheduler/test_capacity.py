@@ -8,7 +8,6 @@ import pytest
 
 from speakstream.engine.fake import FakeEngine
 from speakstream.engine.runtime.speed import SMOOTHING
-from speakstream.errors import Overloaded
 from speakstream.scheduler import Scheduler
 from speakstream.scheduler.capacity import Capacity
 
@@ -43,7 +42,7 @@ def test_what_the_engine_delivered_with_every_lane_busy_is_the_capacity() -> Non
 
 async def test_chunks_made_beside_others_measure_the_capacity() -> None:
     engine = FakeEngine(seconds_per_char=0.005)  # 0.06 s of audio a character: 12x real time
-    scheduler = Scheduler(engine, workers=2)
+    scheduler = Scheduler(engine, lanes=2)
     await scheduler.start()
     try:
         alone = scheduler.submit("a", "a-r", 0, "A sentence long enough to measure.", voice="af_heart", speed=1.0)
@@ -63,17 +62,3 @@ async def test_chunks_made_beside_others_measure_the_capacity() -> None:
 async def _drain(job: object) -> None:
     async for _ in job.stream():  # type: ignore[attr-defined]
         pass
-
-
-def test_an_experiment_may_admit_every_reply_for_a_while() -> None:
-    """``Scheduler.using(admit_all=True)``: no admission by capacity inside, as configured after."""
-    scheduler = Scheduler(FakeEngine(seconds_per_char=0.005), max_load=0.8)
-    scheduler.capacity = Capacity(2, lambda: 1.0)  # room for no second listener
-    scheduler.admission.reserve(1, "a")
-    with pytest.raises(Overloaded):
-        scheduler.admission.reserve(1, "b")
-    with scheduler.using(admit_all=True):
-        scheduler.admission.reserve(1, "b")
-        scheduler.admission.reserve(1, "c")
-    with pytest.raises(Overloaded):
-        scheduler.admission.reserve(1, "d")

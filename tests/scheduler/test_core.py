@@ -159,7 +159,7 @@ async def test_sessions_take_turns_window_by_window_and_chunks_keep_their_order(
 
 async def test_openings_are_crowded_when_more_replies_wait_for_one_than_the_workers() -> None:
     engine = StepEngine(windows=1)
-    scheduler = Scheduler(engine, workers=2, max_queue=16)
+    scheduler = Scheduler(engine, lanes=2, max_queue=16)
     await scheduler.start()
     try:
         pair = [_submit(scheduler, s, 0) for s in "ab"]  # two at once on two workers: nobody waits
@@ -177,7 +177,7 @@ async def test_openings_are_crowded_when_more_replies_wait_for_one_than_the_work
 
 
 async def test_an_opening_is_crowded_by_the_replies_that_come_while_its_text_is_read() -> None:
-    async with holding(workers=2) as (scheduler, engine, hold):  # "hold" is the only one when queued
+    async with holding(lanes=2) as (scheduler, engine, hold):  # "hold" is the only one when queued
         engine.opening_gate.clear()  # the others stay in (or wait for) their first windows
         others = [_submit(scheduler, f"slow{s}", 0) for s in "cde"]
         engine.gate.set()  # its front made: it sizes its opening with three more not yet heard
@@ -410,7 +410,7 @@ async def test_a_first_window_pauses_a_later_window_instead_of_waiting(
 
 
 async def test_with_two_workers_a_first_window_still_pauses_a_later_one_rather_than_share_the_cores() -> None:
-    async with holding(workers=2) as (scheduler, engine, hold):
+    async with holding(lanes=2) as (scheduler, engine, hold):
         await _hold_in_second_window(scheduler, engine)  # one worker in "hold"'s window, one free
         job = _submit(scheduler, "b", 0)
         first = await asyncio.wait_for(anext(job.stream()), 10)
@@ -421,7 +421,7 @@ async def test_with_two_workers_a_first_window_still_pauses_a_later_one_rather_t
 
 
 async def test_with_two_workers_two_sessions_later_windows_run_at_once() -> None:
-    async with holding(workers=2) as (scheduler, engine, hold):
+    async with holding(lanes=2) as (scheduler, engine, hold):
         await _hold_in_second_window(scheduler, engine)
         later = _submit(scheduler, "a", 1)  # not a first window: the free worker takes it beside "hold"
         await asyncio.wait_for(taken(later), 10)
@@ -431,7 +431,7 @@ async def test_with_two_workers_two_sessions_later_windows_run_at_once() -> None
 
 
 async def test_with_two_workers_a_first_window_waits_for_a_later_one_it_may_not_pause() -> None:
-    async with holding(workers=2, preempt=False) as (scheduler, engine, hold):
+    async with holding(lanes=2, preempt=False) as (scheduler, engine, hold):
         await _hold_in_second_window(scheduler, engine)
         first = _submit(scheduler, "b", 0)
         later = _submit(scheduler, "a", 1)  # and no later window starts while a first one waits
@@ -445,7 +445,7 @@ async def test_with_two_workers_a_first_window_waits_for_a_later_one_it_may_not_
 async def test_with_two_workers_first_windows_run_together_and_later_ones_wait_for_them() -> None:
     engine = StepEngine()
     engine.gate.clear()
-    scheduler = Scheduler(engine, max_queue=16, workers=2)
+    scheduler = Scheduler(engine, max_queue=16, lanes=2)
     await scheduler.start()
     try:
         hold = scheduler.submit("holder", "h", 0, "hold", voice="af_heart", speed=1.0)  # a first window, held
@@ -467,7 +467,7 @@ async def test_the_engine_is_told_the_windows_in_flight_and_the_replies_with_wor
     """Windows in flight: two dispatched together share the cores from the start. Replies with
     work: a lone one may take every lane for its long windows (``WindowPolicy.split_frames``)."""
     engine = StepEngine()
-    scheduler = Scheduler(engine, max_queue=16, workers=2)
+    scheduler = Scheduler(engine, max_queue=16, lanes=2)
     await scheduler.start()
     try:
         await asyncio.wait_for(taken(_submit(scheduler, "a", 0)), 10)
@@ -594,7 +594,7 @@ async def test_windows_handed_out_together_each_count_the_other() -> None:
     """Two workers woken together (a first window ends, two later chunks were waiting for it): each
     one's load counts both, so both take a narrow copy at once (counted alone, the first would
     take every core and three threads would share two)."""
-    async with holding(workers=2) as (scheduler, engine, hold):
+    async with holding(lanes=2) as (scheduler, engine, hold):
         later = [_submit(scheduler, s, 1) for s in "cd"]  # they wait: a first window runs
         await asyncio.sleep(0.05)
         assert not engine.reading.keys() - {"hold"}
@@ -606,7 +606,7 @@ async def test_windows_handed_out_together_each_count_the_other() -> None:
 async def test_a_turn_is_handed_the_least_another_playing_listener_has_buffered() -> None:
     """``Load.others_buffered_s``: the other replies' listeners that are hearing their reply, the
     least buffered of them; this reply's own listener and unheard replies do not count."""
-    scheduler = Scheduler(FakeEngine(), workers=2, max_queue=16)
+    scheduler = Scheduler(FakeEngine(), lanes=2, max_queue=16)
     clocks = {s: PlaybackClock(now=lambda: 10.0) for s in "abc"}
     clocks["a"].add(2.0)
     clocks["b"].add(0.7)  # c has made nothing yet: not playing

@@ -87,7 +87,7 @@ async def test_two_sessions_at_once_share_the_cores_and_are_both_heard(
     runtime = kokoro_server.runtime
     assert runtime.engine is not None and runtime.scheduler is not None
     expected = 2 if (os.cpu_count() or 1) >= 2 else 1
-    assert runtime.engine.lanes == runtime.scheduler.workers == expected
+    assert runtime.engine.lanes == runtime.scheduler.lanes == expected
 
     async def speak(text: str) -> tuple[str, str]:
         async with SpeechSession(kokoro_server.ws_url) as session:

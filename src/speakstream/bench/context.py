@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import dataclasses
 import os
 import platform
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +25,7 @@ class BenchContext:
     engine_source: Callable[[], KokoroEngine]
     """The engine the in-process server uses, or a fresh local one for ``--server``."""
     runtime: Any = None
-    """The in-process server's runtime (None with ``--server``): lets experiments toggle it."""
+    """The in-process server's runtime (None with ``--server``): experiments run arms on it."""
     say: Callable[[str], None] = print
     device: dict[str, Any] = field(default_factory=dict)
 
@@ -38,6 +41,22 @@ class BenchContext:
             engine_source=EngineHolder(runtime.engine),
             runtime=runtime,
         )
+
+    @contextlib.asynccontextmanager
+    async def configured(self, engine: KokoroEngine | None = None, **changes: object) -> AsyncIterator[None]:
+        """An experiment's arm: the in-process server as if started with its config built by
+        ``dataclasses.replace(config, **changes)`` over ``engine`` (``Runtime.configured``, entered
+        on the server's loop); a remote server (``--server``) as it is."""
+        if self.runtime is None:
+            yield
+            return
+        loop = self.runtime.loop
+        arm = self.runtime.configured(dataclasses.replace(self.runtime.config, **changes), engine)
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(arm.__aenter__(), loop))
+        try:
+            yield
+        finally:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(arm.__aexit__(None, None, None), loop))
 
     def trials(self, full: int, quick: int = 1) -> int:
         return quick if self.quick else full

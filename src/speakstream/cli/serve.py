@@ -28,7 +28,11 @@ def register(commands: Any) -> None:
     parser.add_argument("--queue-depth", type=int)
     parser.add_argument("--max-client-queue", type=int, help="queued chunks one client address may hold (0: no cap)")
     parser.add_argument(
-        "--workers", type=int, help="windows decoded at once (default 2 where the process may use 2+ CPUs, else 1)"
+        "--lanes",
+        "--workers",
+        dest="lanes",
+        type=int,
+        help="windows decoded at once (default 2 where the process may use 2+ CPUs, else 1; --workers: its old name)",
     )
     parser.add_argument("--model-dir", type=Path)
     parser.add_argument("--graph", choices=("fast", "timed", "original"))
@@ -40,7 +44,7 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--crowded-decoder",
         choices=("auto", "int8", "same"),
-        help="the decoder of openings while more replies wait than the workers (default auto: int8 beside mixed)",
+        help="the decoder of openings while more replies wait than the lanes (default auto: int8 beside mixed)",
     )
     parser.add_argument("--fake-engine", action="store_true", default=None, help="tone generator instead of Kokoro")
     parser.add_argument("--no-first-chunk-priority", dest="first_chunk_priority", action="store_false", default=None)
@@ -81,7 +85,7 @@ def serve_command(args: argparse.Namespace) -> int:
         max_sessions=args.max_sessions,
         queue_depth=args.queue_depth,
         max_client_queue=args.max_client_queue,
-        workers=args.workers,
+        lanes=args.lanes,
         model_dir=args.model_dir,
         graph=args.graph,
         decoder=args.decoder,

@@ -187,7 +187,10 @@ class VoiceBankEngine(ABC):
 
     def sound_key(self, text: str, *, voice: str, speed: float, normalized: bool = True) -> Hashable:
         """The text as given, the voice blend as weighed, its language, the speed and this engine."""
-        info = self.check_voice(voice)
+        return self.sound_of(text, self.check_voice(voice), voice, speed)
+
+    def sound_of(self, text: str, info: VoiceInfo, voice: str, speed: float) -> Hashable:
+        """``sound_key`` of a voice already checked (``info``)."""
         blend = tuple((name, round(weight, 4)) for name, weight in self.voice_bank.parse(voices_of(voice)))
         return (id(self), text.strip(), blend, info.speaks.tag, round(check_speed(speed), 4))
 

@@ -7,11 +7,12 @@ Text -> phonemes (``phonemes``) -> the model's front -> decoder windows -> audio
 
 from __future__ import annotations
 
-import contextlib
+import copy
+import dataclasses
 import logging
 import math
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -79,7 +80,6 @@ class KokoroEngine(VoiceBankEngine):
 
         providers = pick_providers(self.config.providers)
         self.lanes = engine_lanes(self.config, providers)
-        self._policy, self._edges = self.config.windows, self.config.edges
         self.runner: Runner | None = None
         """Runs the ``fast`` graph's windows (None: a whole graph)."""
         self.decoder: str | None = None
@@ -118,24 +118,23 @@ class KokoroEngine(VoiceBankEngine):
 
     @property
     def policy(self) -> WindowPolicy:
-        """How the streams made from now on size their windows."""
-        return self._policy
+        """How its streams size their windows (``EngineConfig.windows``)."""
+        return self.config.windows
 
     @property
     def edges(self) -> EdgePolicy:
-        """Where the chunks made from now on start and end."""
-        return self._edges
+        """Where its chunks start and end (``EngineConfig.edges``)."""
+        return self.config.edges
 
-    @contextlib.contextmanager
-    def using(self, policy: WindowPolicy | None = None, edges: EdgePolicy | None = None) -> Iterator[None]:
-        """Streams made inside this block size their windows by ``policy`` and cut their edges by
-        ``edges`` (experiments switch settings this way, built with ``dataclasses.replace``)."""
-        saved = self._policy, self._edges
-        self._policy, self._edges = policy or self._policy, edges or self._edges
-        try:
-            yield
-        finally:
-            self._policy, self._edges = saved
+    def configured(self, windows: WindowPolicy | None = None, edges: EdgePolicy | None = None) -> KokoroEngine:
+        """This engine (its sessions, voices and G2P shared, nothing loaded again) under a config
+        built with ``dataclasses.replace``: its windows sized by ``windows``, its chunks' edges cut
+        by ``edges`` (None: as here). An experiment's arm; this engine is left as it is."""
+        variant = copy.copy(self)
+        variant.config = dataclasses.replace(
+            self.config, windows=windows or self.config.windows, edges=edges or self.config.edges
+        )
+        return variant
 
     def synthesize(
         self, text: str, *, voice: str = "af_heart", speed: float = 1.0, cancel: CancelToken | None = None
@@ -178,7 +177,7 @@ class KokoroEngine(VoiceBankEngine):
             style=partial(self.voice_bank.style, voice),
             runner=runner,
             policy=WindowPolicy.whole(),
-            edges=self._edges,
+            edges=self.config.edges,
         )
 
     def _load_languages(self) -> None:
@@ -191,15 +190,15 @@ class KokoroEngine(VoiceBankEngine):
         """From the decoder's measured speed where its lanes run (``planner.throughput``)."""
         if self.runner is None:
             return math.inf
-        return throughput(self._policy, self.runner.speed.reading(), self.lanes)
+        return throughput(self.config.windows, self.runner.speed.reading(), self.lanes)
 
     def sound_key(self, text: str, *, voice: str, speed: float, normalized: bool = True) -> Hashable:
         """The text the G2P reads (normalised in the voice's language unless ``normalized`` is
         false), the blend, the speed, and what the engine makes it with: its graph and decoders,
         window and edge policies."""
-        speaks = self.check_voice(voice).speaks
-        base = super().sound_key(normalize(text, speaks) if normalized else text, voice=voice, speed=speed)
-        model = (self.config.graph, self.decoder, self.config.crowded_decoder, self._policy, self._edges)
+        info = self.check_voice(voice)
+        base = self.sound_of(normalize(text, info.speaks) if normalized else text, info, voice, speed)
+        model = (self.config.graph, self.decoder, self.config.crowded_decoder, self.config.windows, self.config.edges)
         return (base, model)
 
     def stream_of(
@@ -208,14 +207,14 @@ class KokoroEngine(VoiceBankEngine):
         """A windowed stream on the ``fast`` graph, else the chunk made whole by one inference per part."""
         if self.runner is None:
             return WholeChunk(lambda: iter([self._whole_piece(text, voice, speed, cancel, normalized)]))
-        return self._windows(text, voice, speed, cancel, opening, self._policy, normalized)
+        return self._windows(text, voice, speed, cancel, opening, self.config.windows, normalized)
 
     def windowed(
         self, text: str, voice: str = "af_heart", *, opening: bool = True, policy: WindowPolicy | None = None
     ) -> ChunkStream:
         """``stream`` on the ``fast`` graph, as the windowed stream it is (its plans can be read,
         its speed pinned); ``policy``: this stream's instead of the engine's."""
-        return self._windows(text, voice, 1.0, None, opening, policy or self._policy)
+        return self._windows(text, voice, 1.0, None, opening, policy or self.config.windows)
 
     def _windows(
         self,
@@ -238,7 +237,7 @@ class KokoroEngine(VoiceBankEngine):
             style=partial(self.voice_bank.style, voice),
             runner=self.runner,
             policy=policy,
-            edges=self._edges,
+            edges=self.config.edges,
         )
 
     def _read(self, text: str, voice: str, speed: float, normalized: bool = True) -> list[Phonemized]:
@@ -285,7 +284,7 @@ class KokoroEngine(VoiceBankEngine):
         feed = front_feed(part.tokens, self.voice_bank.style(voice, len(part.tokens)), speed)
         outputs, _ = run_graph(self.session, None, feed, cancel)
         audio = np.asarray(outputs[0], dtype=np.float32).ravel()
-        samples, head = trim_edges(audio, SAMPLE_RATE, text, self._edges)
+        samples, head = trim_edges(audio, SAMPLE_RATE, text, self.config.edges)
         if not self._has_durations:
             return samples, []
         return samples, word_times(part, np.asarray(outputs[1]).ravel(), head, len(samples))

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 
 from speakstream.engine.base import Engine
@@ -31,13 +31,13 @@ log = logging.getLogger("speakstream.scheduler")
 
 
 class Scheduler:
-    """Queue of chunks for one engine, served window by window by ``workers`` threads (one a lane)."""
+    """Queue of chunks for one engine, served window by window by a worker task a lane (``lanes`` threads)."""
 
     def __init__(
         self,
         engine: Engine,
         *,
-        workers: int = 1,
+        lanes: int = 1,
         max_queue: int = 64,
         first_chunk_priority: bool = True,
         preempt: bool = True,
@@ -53,8 +53,8 @@ class Scheduler:
         capacity); ``executors(threads, name)``: where turns run (default: thread pools)."""
         self.engine = engine
         self.cache = cache
-        self.workers = workers
-        self.capacity = Capacity(workers, engine.throughput)
+        self.lanes = lanes
+        self.capacity = Capacity(lanes, engine.throughput)
         self.admission = Admission(
             max_queue,
             max_per_client,
@@ -67,7 +67,7 @@ class Scheduler:
         self._clock = clock
         self._wakeup = asyncio.Event()
         pool = executors or _thread_pool
-        self._executor = pool(workers, "speakstream-engine")
+        self._executor = pool(lanes, "speakstream-engine")
         self._urgent_executor = pool(1, "speakstream-urgent")
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -81,13 +81,6 @@ class Scheduler:
         """Every engine worker is alive (one that died of a bug leaves chunks unserved)."""
         return bool(self._tasks) and not any(task.done() for task in self._tasks)
 
-    def using(
-        self, *, first_chunk_priority: bool | None = None, preempt: bool | None = None, admit_all: bool = False
-    ) -> contextlib.AbstractContextManager[None]:
-        """Turns given inside this block follow these priority settings (experiments switch them
-        this way; None: as configured); ``admit_all``: no admission by capacity inside it."""
-        return _switched(self.priority, self.admission, first_chunk_priority, preempt, admit_all)
-
     def capacity_now(self) -> float:
         """Audio seconds a second the engine makes with every lane busy (``Capacity``)."""
         return self.capacity.audio_per_s()[0]
@@ -99,7 +92,7 @@ class Scheduler:
 
     def crowded(self) -> bool:
         """More replies wait for their first window than the workers run at once."""
-        return priority.crowded(self.turns.jobs(), self.workers)
+        return priority.crowded(self.turns.jobs(), self.lanes)
 
     def load(self, job: Job, *, planning: bool = True) -> Load:
         """The load as ``job`` takes its turn. ``planning``: a window is planned with it, so the
@@ -108,7 +101,7 @@ class Scheduler:
             job.crowded = job.crowded or (job.first_window and self.crowded())
         clock = job.clock
         return Load(
-            lanes=self.workers,
+            lanes=self.lanes,
             in_flight=self.priority.in_flight,
             replies=self.turns.replies,
             waiting_first=sum(1 for j in self.turns.jobs() if j.first_window and not j.ended),
@@ -120,7 +113,7 @@ class Scheduler:
         )
 
     async def start(self) -> None:
-        self._tasks = [asyncio.create_task(self._work(), name=f"engine-worker-{i}") for i in range(self.workers)]
+        self._tasks = [asyncio.create_task(self._work(), name=f"engine-worker-{i}") for i in range(self.lanes)]
         self._tasks.append(asyncio.create_task(self._work_urgent(), name="engine-urgent"))
 
     async def stop(self) -> None:
@@ -272,7 +265,7 @@ class Scheduler:
                 self.cache.put(job.sound, whole)
             if piece.last and job.beside_others:  # a whole chunk made beside others measures the capacity
                 self.capacity.chunk_done(job.audio_s, job.busy_s)
-            busy = self.priority.in_flight + len(self.turns.ready()) >= self.workers  # every lane has work
+            busy = self.priority.in_flight + len(self.turns.ready()) >= self.lanes  # every lane has work
             self.capacity.made(piece.duration_s, time.perf_counter(), saturated=busy)
         if error is not None or piece is None or piece.last:
             self.turns.drop(job)
@@ -280,23 +273,6 @@ class Scheduler:
             return
         job.made += 1
         job.deliver(piece)
-
-
-@contextlib.contextmanager
-def _switched(
-    p: Priority, admission: Admission, first_chunk_priority: bool | None, preempt: bool | None, admit_all: bool
-) -> Iterator[None]:
-    saved = p.first_chunk_priority, p.preempt, admission.capacity
-    if first_chunk_priority is not None:
-        p.first_chunk_priority = first_chunk_priority
-    if preempt is not None:
-        p.preempt = preempt
-    if admit_all:
-        admission.capacity = None
-    try:
-        yield
-    finally:
-        p.first_chunk_priority, p.preempt, admission.capacity = saved
 
 
 def _thread_pool(threads: int, name: str) -> Executor:

@@ -42,7 +42,6 @@ from speakstream.protocol import (
 )
 from speakstream.server.encoding import ChunkOut
 from speakstream.server.outbox import Outgoing, SentLog
-from speakstream.server.reading import validate
 from speakstream.server.reply import Reply
 from speakstream.server.runtime import Runtime
 from speakstream.server.socket import SocketSession
@@ -197,7 +196,7 @@ class BidiSession(SocketSession):
 
     def _configure(self, options: Options) -> None:
         merged = options.over(self.options)
-        validate(self.rt.require_scheduler(), self.rt.settings(merged))
+        self.rt.settings(merged)  # checked: a bad option is refused now, not at the next request
         self.options = merged
 
     def _text_idle(self) -> bool:

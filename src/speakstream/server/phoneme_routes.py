@@ -29,8 +29,7 @@ def language_of(runtime: Runtime, data: dict[str, Any]) -> Language:
     voice = data.get("voice")
     if voice is not None and not isinstance(voice, str):
         raise InvalidInput("voice must be a string", code="unknown_voice")
-    spoken = runtime.settings(Options(voice=voice)).voice
-    return runtime.require_scheduler().engine.check_voice(spoken).speaks
+    return runtime.settings(Options(voice=voice)).speaks
 
 
 async def _phonemize(request: Request) -> dict[str, Any]:

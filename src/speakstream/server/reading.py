@@ -8,9 +8,10 @@ from dataclasses import dataclass, replace
 from speakstream.audio import audio_format, output_rate
 from speakstream.engine.base import MAX_SPEED, MIN_SPEED, check_speed
 from speakstream.engine.phonemes.inline import to_kokoro
+from speakstream.engine.phonemes.languages import Language
 from speakstream.engine.phonemes.phonemizer import vocab
 from speakstream.engine.phonemes.scripts import check_script
-from speakstream.engine.voices import with_language
+from speakstream.engine.voices import VoiceInfo, with_language
 from speakstream.errors import InvalidInput
 from speakstream.protocol import CHUNKING
 from speakstream.scheduler import Scheduler
@@ -47,6 +48,41 @@ class ReplySettings:
     """``ssml``: the text is SSML; ``text``: it is not; None: SSML when it is a ``<speak>`` document."""
     normalize: bool = True
     """The engine normalises the text (false: the client did)."""
+    info: VoiceInfo | None = None
+    """``voice``'s catalogue entry, once ``resolved`` has checked it."""
+
+    @property
+    def speaks_as(self) -> VoiceInfo:
+        """``voice``'s entry (``resolved`` settings only)."""
+        if self.info is None:
+            raise RuntimeError("the settings were not resolved")
+        return self.info
+
+    @property
+    def speaks(self) -> Language:
+        """The language ``voice`` reads (``resolved`` settings only)."""
+        return self.speaks_as.speaks
+
+
+def voice_info(scheduler: Scheduler, voice: str) -> VoiceInfo:
+    """The server's one check of a voice (a request's, a speaker's, a chunk's in another
+    language): its catalogue entry, or ``UnknownVoice``, a 400 or an error frame."""
+    return scheduler.engine.check_voice(voice)
+
+
+def speaker_info(scheduler: Scheduler, settings: ReplySettings, voice: str | None) -> VoiceInfo:
+    """The entry of a speaker's ``voice`` as these settings resolve it (None: the reply's own)."""
+    return voice_info(scheduler, settings.speaker(voice)) if voice else settings.speaks_as
+
+
+def resolved(scheduler: Scheduler, settings: ReplySettings) -> ReplySettings:
+    """The settings checked (voice, speed, format, rate) before any work starts, with the voice's
+    entry kept so that nothing checks it again; settings already resolved as they are."""
+    if settings.info is not None:
+        return settings
+    check_speed(settings.speed)
+    output_rate(audio_format(settings.format), settings.sample_rate)
+    return replace(settings, info=voice_info(scheduler, settings.voice))
 
 
 def chunker_for(chunking: str, policy: ChunkPolicy) -> IncrementalSentenceChunker | WholeText:
@@ -64,39 +100,29 @@ def shown(text: str) -> str:
     return INLINE.sub(r"\1", text) if "](/" in text else text
 
 
-def check_readable(scheduler: Scheduler, settings: ReplySettings, text: str) -> None:
+def check_readable(settings: ReplySettings, text: str) -> None:
     """A whole text the reply's language cannot read is a 400 before any audio, not an error
     after the stream has begun (``unsupported_text``), and so are inline phonemes the model has
     no symbols for (``invalid_phonemes``). SSML is checked chunk by chunk as it is read, each in
     its own language."""
     if not is_ssml(text, settings.text_type):
-        readable(scheduler, settings.voice, text)
+        readable(settings.speaks, text)
 
 
-def readable(scheduler: Scheduler, voice: str, text: str) -> None:
-    """Raise if ``voice`` cannot read ``text`` (``check_readable``)."""
-    language = scheduler.engine.check_voice(voice).speaks
+def readable(language: Language, text: str) -> None:
+    """Raise if ``text`` cannot be read in ``language`` (``check_readable``)."""
     check_script(text, language)
     for given in INLINE.finditer(text):
         to_kokoro(given.group(2), language, vocab())
 
 
-def script_for(scheduler: Scheduler, settings: ReplySettings, policy: ChunkPolicy) -> Script:
+def script_for(settings: ReplySettings, policy: ChunkPolicy) -> Script:
     """The reply's text stage: SSML (unless the client said plain text), rules, chunker."""
     rewriter = settings.lexicon.rewriter() if settings.lexicon else None
     ssml = None
     if settings.text_type != "text":
-        language = scheduler.engine.check_voice(settings.voice).language
-        ssml = SsmlReader(always=settings.text_type == "ssml", language=language)
+        ssml = SsmlReader(always=settings.text_type == "ssml", language=settings.speaks.tag)
     return Script(chunker_for(settings.chunking, policy), rewriter, ssml)
-
-
-def validate(scheduler: Scheduler, settings: ReplySettings) -> ReplySettings:
-    """Check voice, speed, format and rate before any work starts (clear 4xx / error frame)."""
-    scheduler.engine.check_voice(settings.voice)
-    check_speed(settings.speed)
-    output_rate(audio_format(settings.format), settings.sample_rate)
-    return settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +146,7 @@ def spoken(scheduler: Scheduler, settings: ReplySettings, say: Say, *, checked: 
         voice, speaker = settings.speaker(say.reading.voice), say.reading.voice
     if say.reading.language is not None:
         voice = with_language(voice, say.reading.language)
-    if not checked or say.reading.voice is not None:  # its text was not checked in this voice
-        readable(scheduler, voice, say.text)
+    if not checked or voice != settings.voice:  # its text was not checked in this voice
+        readable(settings.speaks if voice == settings.voice else voice_info(scheduler, voice).speaks, say.text)
     speed = min(MAX_SPEED, max(MIN_SPEED, speed * say.reading.speed))
     return Spoken(say.text, voice, speed, say.ends_at, speaker)

@@ -21,7 +21,7 @@ from speakstream.audio import audio_format, open_encoder, output_rate
 from speakstream.errors import InvalidInput, SpeakstreamError
 from speakstream.scheduler import Job, PlaybackClock, Scheduler
 from speakstream.server.encoding import ChunkOut, ReplyAudio, ReplyStats
-from speakstream.server.reading import ReplySettings, Spoken, script_for, shown, spoken, validate
+from speakstream.server.reading import ReplySettings, Spoken, resolved, script_for, shown, speaker_info, spoken
 from speakstream.server.tracing import ReplyTrace
 from speakstream.text import ChunkPolicy
 from speakstream.text.length import least_seconds
@@ -61,14 +61,14 @@ class Reply:
         self.client = client
         """Who asked (an address): the scheduler's turns and limits are per client."""
         self.request_id = request_id
-        self.settings = validate(scheduler, settings)
+        self.settings = settings = resolved(scheduler, settings)
         self.fmt = audio_format(settings.format)
         self.sample_rate = output_rate(self.fmt, settings.sample_rate)
         self.stats = ReplyStats()
         self.trace = trace or ReplyTrace(None, None)
         self.clock = PlaybackClock()
         """How far this reply's audio is ahead of its listener (sizes the engine's windows)."""
-        self._script = script_for(scheduler, settings, policy or ChunkPolicy())
+        self._script = script_for(settings, policy or ChunkPolicy())
         self._texts: deque[Spoken | Pause] = deque()
         self.spans = SpanFinder()
         """Where each word came from in the client's text."""
@@ -134,7 +134,7 @@ class Reply:
         silence; text before it is cut off and read by the voice before. The same voice: no-op."""
         if (speaker := voice or self.settings.voice_name) == self._speaker and pause_s <= 0:
             return
-        self.scheduler.engine.check_voice(self.settings.speaker(voice) if voice else self.settings.voice)
+        speaker_info(self.scheduler, self.settings, voice)  # an unknown voice is refused before its text
         self._queue(self._script.speak_as(voice, pause_s))
         self._speaker = speaker
 

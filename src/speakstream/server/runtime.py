@@ -12,7 +12,7 @@ import itertools
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import replace
 from typing import Protocol
@@ -23,10 +23,10 @@ from speakstream.engine.voices import VOICE_ALIASES, with_language
 from speakstream.errors import Overloaded, SpeakstreamError, StoreUnavailable
 from speakstream.protocol import Options
 from speakstream.scheduler import Job, Scheduler
-from speakstream.scheduler.cache import AudioCache
+from speakstream.scheduler.cache import AudioCache, CacheStats
 from speakstream.server.dictionaries import DictionaryStore
 from speakstream.server.metrics import Metrics
-from speakstream.server.reading import ReplySettings
+from speakstream.server.reading import ReplySettings, resolved
 from speakstream.server.reply import Reply
 from speakstream.server.saved_voices import VoiceStore
 from speakstream.server.tracing import Tracing
@@ -96,14 +96,42 @@ class Runtime:
             self.load_error = SpeakstreamError(f"engine failed to load: {exc}", code="engine_load_failed")
             log.exception("engine failed to load")
             return
-        scheduler = scheduler_for(engine, self.config, on_done=self._on_piece)
-        await scheduler.start()
-        if scheduler.cache is not None:
-            self.metrics.watch_cache(scheduler.cache.stats)
-        self.metrics.watch_capacity(scheduler.reading, lambda: scheduler.admission.refused)
-        self.engine, self.scheduler = engine, scheduler
+        await self._serve(self.config, engine)
+        if self.config.cache_mb > 0:
+            self.metrics.watch_cache(self._cache_stats)
+        self.metrics.watch_capacity(lambda: self.require_scheduler().reading(), self._refused)
         self.ready_at = time.perf_counter()
         log.info("engine ready on %s in %.1f s", engine.device, self.ready_at - started)
+
+    async def _serve(self, config: ServerConfig, engine: Engine) -> None:
+        """Replies from now on run on a scheduler built from ``config`` over ``engine``."""
+        scheduler = scheduler_for(engine, config, on_done=self._on_piece)
+        await scheduler.start()
+        self.config, self.engine, self.scheduler = config, engine, scheduler
+
+    @contextlib.asynccontextmanager
+    async def configured(self, config: ServerConfig, engine: Engine | None = None) -> AsyncIterator[None]:
+        """Inside the block replies run as a server started with ``config`` (a variant built with
+        ``dataclasses.replace``) over ``engine`` (default: the loaded one; a variant from
+        ``KokoroEngine.configured``) would run them, without the model loaded again: an
+        experiment's arm. Enter and leave it between replies (the scheduler is rebuilt)."""
+        loaded, saved = self.engine, self.config
+        if loaded is None:
+            raise RuntimeError("the engine is not loaded")
+        await self.require_scheduler().stop()
+        await self._serve(config, engine or loaded)
+        try:
+            yield
+        finally:
+            await self.require_scheduler().stop()
+            await self._serve(saved, loaded)
+
+    def _cache_stats(self) -> CacheStats:
+        cache = self.scheduler.cache if self.scheduler is not None else None
+        return cache.stats() if cache is not None else CacheStats(0, 0, 0, 0, 0)
+
+    def _refused(self) -> int:
+        return self.scheduler.admission.refused if self.scheduler is not None else 0
 
     async def wait_ready(self) -> None:
         """Until the engine is loaded and warm; raises what stopped it loading."""
@@ -192,7 +220,8 @@ class Runtime:
 
     def settings(self, options: Options, *, bitrate: int | None = None) -> ReplySettings:
         """What a reply is spoken with: the request's options over the server's defaults (and an
-        encoder ``bitrate`` a vendor's format names, such as ElevenLabs' ``mp3_44100_128``)."""
+        encoder ``bitrate`` a vendor's format names, such as ElevenLabs' ``mp3_44100_128``),
+        checked once here (``resolved``)."""
         saved = self.voices.find(options.voice)
         if saved is not None:  # its blend, and its speed, language and dictionaries under the request's
             dictionaries = options.dictionaries + tuple(d for d in saved.dictionaries if d not in options.dictionaries)
@@ -203,7 +232,7 @@ class Runtime:
         name = (saved.name if saved else options.voice) or self.config.voice
         if merged.language:  # the engine reads the language from the spec: "af_heart@es"
             voice = with_language(voice, merged.language)
-        return ReplySettings(
+        settings = ReplySettings(
             voice=voice,
             voice_name=name,
             speaker=self.speaker,
@@ -216,6 +245,7 @@ class Runtime:
             normalize=merged.normalize is not False,
             bitrate=bitrate,
         )
+        return resolved(self.require_scheduler(), settings)
 
     def speaker(self, voice: str) -> str:
         """The spec a speaker's ``voice`` reads with: a saved voice's blend (in its language), an
@@ -257,7 +287,7 @@ def scheduler_for(
     with its ``executors``)."""
     return Scheduler(
         engine,
-        workers=config.workers or engine.lanes,
+        lanes=config.lanes or engine.lanes,
         max_queue=config.queue_depth,
         max_per_client=config.client_queue_cap,
         first_chunk_priority=config.first_chunk_priority,

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from speakstream.engine.base import check_text
 from speakstream.errors import InvalidInput
 from speakstream.protocol import Options
-from speakstream.server.reading import ReplySettings, check_readable, readable
+from speakstream.server.reading import ReplySettings, check_readable, readable, speaker_info
 from speakstream.server.reply import Reply
 from speakstream.server.runtime import Runtime
 from speakstream.server.security import client_of
@@ -60,7 +60,7 @@ async def open_dialogue(runtime: Runtime, request: Request, turns: Sequence[Turn
     settings = runtime.settings(options, bitrate=speech.bitrate)
     scheduler = runtime.require_scheduler()
     for i, turn in enumerate(turns):
-        readable(scheduler, settings.voice if i == 0 else settings.speaker(turn.voice), turn.text)
+        readable(speaker_info(scheduler, settings, turn.voice if i else None).speaks, turn.text)
     reply = _reply(runtime, request, speech, settings)
     for i, turn in enumerate(turns):
         if i:
@@ -78,7 +78,7 @@ async def open_reply(runtime: Runtime, request: Request, speech: SpeechRequest) 
     if len(text) > limit:
         raise InvalidInput(f"text is over the {limit}-character limit", code="text_too_long")
     settings = runtime.settings(speech.options, bitrate=speech.bitrate)
-    check_readable(runtime.require_scheduler(), settings, text)
+    check_readable(settings, text)
     reply = _reply(runtime, request, speech, settings)
     await reply.speak(text)
     return await _admitted(runtime, reply, speech.route)

@@ -90,8 +90,7 @@ async def preview(request: Request) -> Response:
         fmt = request.query_params.get("format", "mp3")
         if fmt not in PREVIEW_FORMATS:
             raise InvalidInput(f"format is one of {', '.join(PREVIEW_FORMATS)}", code="invalid_format")
-        spoken = runtime.settings(Options(voice=voice)).voice
-        language = runtime.require_scheduler().engine.check_voice(spoken).language
+        language = runtime.settings(Options(voice=voice)).speaks.tag
         text = language_samples()[language]["sentences"][0]
         reply = await open_reply(runtime, request, SpeechRequest(text, Options(voice=voice, format=fmt), "preview"))
     except SpeakstreamError as exc:

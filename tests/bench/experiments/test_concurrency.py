@@ -1,16 +1,19 @@
 """The concurrency experiment pools every session of every run of a level."""
 
+import asyncio
 import itertools
-from types import SimpleNamespace
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from speakstream.bench.context import BenchContext
 from speakstream.bench.experiments import concurrency
+from speakstream.config import ServerConfig
 from speakstream.engine.fake import FakeEngine
-from speakstream.scheduler import Scheduler
+from speakstream.server.runtime import Runtime
 
 
 def _session(ttfa_ms: float, audio_s: float = 10.0) -> dict[str, Any]:
@@ -110,24 +113,29 @@ def test_a_sweep_spreads_each_level_s_runs_evenly_over_its_rounds_from_the_first
 async def test_a_sweep_runs_its_levels_spread_and_alternates_the_modes_run_by_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Each mode an arm of the server (``Runtime.configured``), the server's own config after."""
     ran: list[tuple[int, bool]] = []
-    scheduler = Scheduler(FakeEngine())  # the real switch: Scheduler.using
+    runtime = Runtime(ServerConfig(fake_engine=True), FakeEngine)
 
     async def one_run(ctx: Any, level: int, text: str, stagger_s: float) -> concurrency.Run:
-        ran.append((level, scheduler.priority.first_chunk_priority))
+        ran.append((level, runtime.require_scheduler().priority.first_chunk_priority))
         return concurrency.Run([_session(100.0 * level)] * level, 1.0)
 
     monkeypatch.setattr(concurrency, "_one_run", one_run)
-    runtime = SimpleNamespace(scheduler=scheduler, config=SimpleNamespace(first_chunk_priority=True))
-    ctx = SimpleNamespace(runtime=runtime, say=lambda _: None)
-    modes = {"on": True, "off": False}
-    out = await concurrency._sweep(ctx, "Hi.", (1, 8), "first_chunk_priority", modes, rounds=3, pooled=8)  # type: ignore[arg-type]
+    await runtime.start()
+    try:
+        await asyncio.wait_for(runtime.wait_ready(), 10)
+        ctx = BenchContext(Path("."), True, "", "", FakeEngine, runtime=runtime, say=lambda _: None)  # type: ignore[arg-type]
+        modes = {"on": True, "off": False}
+        out = await concurrency._sweep(ctx, "Hi.", (1, 8), "first_chunk_priority", modes, rounds=3, pooled=8)
+        assert runtime.require_scheduler().priority.first_chunk_priority is True  # the server's own after
+    finally:
+        await runtime.stop()
     assert [row["runs"] for row in out["on"]] == [8, 3]
     eights = [mode for level, mode in ran if level == 8]
     assert eights == [True, False, False, True, True, False]  # alternated run by run
     rounds = [[1, 8], [1], [1, 8], [1], [1], [1, 8], [1], [1]]  # 8 not in the first three rounds only
     assert [level for level, _ in ran] == [level for levels in rounds for level in levels for _ in modes]
-    assert scheduler.priority.first_chunk_priority is True  # the configured value put back
 
 
 def test_the_report_says_the_runs_were_spread_only_where_they_were() -> None:

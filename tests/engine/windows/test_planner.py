@@ -220,7 +220,7 @@ def test_a_seam_between_words_is_decoded_with_less_context_than_one_inside_a_wor
     plans = _plans(policy, 0, 250, frames=300, boundaries=(55,))
     # windows (0, 20) (20, 55) (55, 180) (180, 250): the seams at 20 and 180 fall inside words, 55 between
     assert [(p.start, p.end) for p in plans] == [(0, 20), (20, 55), (55, 180), (180, 250)]
-    assert [(p.spans[0].start, p.spans[0].end) for p in plans] == [(0, 32), (8, 63), (47, 192), (168, 262)]
+    assert [(p.decodes[0].start, p.decodes[0].end) for p in plans] == [(0, 32), (8, 63), (47, 192), (168, 262)]
 
 
 def test_the_window_that_opens_a_reply_takes_its_own_context_after_it() -> None:
@@ -229,11 +229,11 @@ def test_the_window_that_opens_a_reply_takes_its_own_context_after_it() -> None:
         budget={"least_frames": 32},
         seams={"context_frames": 12, "gap_context_frames": 8},
     )
-    spans = [(p.spans[0].start, p.spans[0].end) for p in _plans(policy, 0, 250, frames=300)]
+    spans = [(p.decodes[0].start, p.decodes[0].end) for p in _plans(policy, 0, 250, frames=300)]
     # the opening window (0, 20) ends 4 frames on, not 12; the next one starts with the seam's own 12
     assert spans[:2] == [(0, 24), (8, 82)]  # (20, 70) from 8 to 82
     # a later chunk's first window is no opening: its seam takes the seam's context
-    first = _plans(policy, 0, 250, frames=300, opening=False)[0].spans[0]
+    first = _plans(policy, 0, 250, frames=300, opening=False)[0].decodes[0]
     assert (first.start, first.end) == (0, 172)
 
 
@@ -277,7 +277,7 @@ def test_the_opening_seam_moves_forward_to_a_word_gap_within_its_reach() -> None
     assert _windows(policy, 0, 100, boundaries=(25,))[0] == (0, 20)  # beyond its reach
     assert _windows(policy, 0, 100, boundaries=(12, 18))[0] == (0, 20)  # never back
     assert _windows(policy, 0, 42, boundaries=(23,))[0] == (0, 20)  # (23, 42) would be under 20 frames
-    spans = [(p.spans[0].start, p.spans[0].end) for p in _plans(policy, 0, 100, boundaries=(22,))]
+    spans = [(p.decodes[0].start, p.decodes[0].end) for p in _plans(policy, 0, 100, boundaries=(22,))]
     assert spans[:2] == [(0, 30), (14, 84)]  # (0, 22) with 8 after it; (22, 72) with 8 before it
 
 
@@ -500,7 +500,7 @@ def _plan_all(policy: WindowPolicy, chunk: Chunk, situations: list[Situation]) -
 
 
 @given(_cases())
-def test_every_plan_tiles_its_chunk_and_its_spans_cover_their_windows(
+def test_every_plan_tiles_its_chunk_and_its_decodes_cover_their_windows(
     case: tuple[WindowPolicy, Chunk, list[Situation]],
 ) -> None:
     policy, chunk, situations = case
@@ -509,10 +509,10 @@ def test_every_plan_tiles_its_chunk_and_its_spans_cover_their_windows(
     assert all(a.end == b.start for a, b in itertools.pairwise(plans))
     assert not any(plan.last for plan in plans[:-1])
     for plan in plans:
-        halves = [(s.keep_start, s.keep_end) for s in plan.spans]
+        halves = [(s.keep_start, s.keep_end) for s in plan.decodes]
         assert halves[0][0] == plan.start and halves[-1][1] == plan.end
         assert all(a[1] == b[0] for a, b in itertools.pairwise(halves))
-        assert all(0 <= s.start <= s.keep_start < s.keep_end <= s.end <= chunk.frames for s in plan.spans)
+        assert all(0 <= s.start <= s.keep_start < s.keep_end <= s.end <= chunk.frames for s in plan.decodes)
         assert plan.reason
 
 
@@ -528,8 +528,8 @@ def test_no_cut_or_moved_seam_leaves_a_window_or_rest_under_the_shortest(
         if not plan.last:
             assert chunk.stop - plan.end >= shortest
             assert plan.frames >= min(plan.planned, shortest)
-        if len(plan.spans) == 2:
-            assert all(s.keep_end - s.keep_start >= shortest for s in plan.spans)
+        if len(plan.decodes) == 2:
+            assert all(s.keep_end - s.keep_start >= shortest for s in plan.decodes)
 
 
 @given(_cases())
@@ -538,7 +538,7 @@ def test_halves_only_when_nothing_else_runs_and_no_other_reply_waits(
 ) -> None:
     policy, chunk, situations = case
     for plan, now in _plan_all(policy, chunk, situations):
-        if len(plan.spans) == 2:
+        if len(plan.decodes) == 2:
             assert now.alone and now.pair_free and now.load.replies <= 1 and policy.split.frames
             assert plan.frames >= policy.split.frames and plan.decoder == "main"
 

@@ -104,14 +104,14 @@ def test_windows_decoded_in_pairs_may_be_twice_the_largest_and_each_half_is_deco
     made = paired.decode(policy, speed=UNIT)
     sizes = [round(len(samples) / FRAME_SAMPLES) for samples, _ in made]
     assert sizes[:4] == [16, 40, 100, 250] and max(sizes) == 320  # up to 2 x 160
-    halves = [plan.spans for _, plan in made if len(plan.spans) == 2]
+    halves = [plan.decodes for _, plan in made if len(plan.decodes) == 2]
     assert len(halves) == sum(1 for size in sizes if size >= 96)  # every long window, as two halves
     assert all(max(s.frames for s in pair) <= 160 + 2 * policy.seams.context_frames for pair in halves)
     assert paired.runner.paired_windows == len(halves)  # each pair decoded at once, on the two narrow copies
     beside = Harness(u, narrow=2).decode(policy, loads=lambda: Load(in_flight=2), speed=UNIT)
     without = Harness(u).decode(policy, speed=UNIT)
     assert [len(s) for s, _ in beside] == [len(s) for s, _ in without]  # no pair to be had now: as without pairs
-    assert all(len(plan.spans) == 1 for _, plan in beside)
+    assert all(len(plan.decodes) == 1 for _, plan in beside)
     assert max(len(s) for s, _ in without) == 160 * FRAME_SAMPLES
 
 

@@ -7,7 +7,6 @@ room, is counted too."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -102,7 +101,7 @@ async def _one_run(ctx: BenchContext, sessions: int, text: str, stagger_s: float
     wall_s, after = loop.time() - started, _first_window_seconds(ctx)
     if engine_s is None or after is None or ctx.runtime.scheduler is None:
         return Run(list(results), wall_s)
-    return Run(list(results), wall_s, (after - engine_s) / min(sessions, ctx.runtime.scheduler.workers))
+    return Run(list(results), wall_s, (after - engine_s) / min(sessions, ctx.runtime.scheduler.lanes))
 
 
 def _first_window_seconds(ctx: BenchContext) -> float | None:
@@ -182,7 +181,7 @@ async def _sweep(
         for level in round_:
             done = len(runs.get((next(iter(values)), level), []))
             for mode, value in list(values.items())[:: 1 if done % 2 == 0 else -1]:
-                with contextlib.nullcontext() if scheduler is None else scheduler.using(**{setting: value}):
+                async with ctx.configured(None, **({} if value is None else {setting: value})):
                     runs.setdefault((mode, level), []).append(await _one_run(ctx, level, text, stagger_s))
                 ttfa = _pooled(level, runs[mode, level][-1:])["ttfa_ms"].get("p95")
                 ctx.say(f"{label} {level} sessions ({mode}) {done + 1}/{planned[level]}: p95 first audio {ttfa} ms")

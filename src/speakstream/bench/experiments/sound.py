@@ -6,10 +6,8 @@ for three chunk policies, with windows and without; then a long text through the
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import statistics
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +23,7 @@ from speakstream.bench.experiments.longform import long_form
 from speakstream.bench.player import heard, play
 from speakstream.bench.tables import table
 from speakstream.client import SpeechSession
+from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.windows.edges import EdgePolicy
 from speakstream.engine.windows.policy import WindowPolicy
 from speakstream.text import ChunkPolicy
@@ -92,20 +91,18 @@ async def run(ctx: BenchContext) -> dict[str, Any]:
     return result
 
 
-@contextlib.contextmanager
-def _switched(ctx: BenchContext, arm: Arm) -> Iterator[None]:
-    """The in-process engine with this arm's windows and edges (no switch for a remote server)."""
+def _variant(ctx: BenchContext, arm: Arm) -> KokoroEngine | None:
+    """The in-process engine configured with this arm's windows and edges (None: as it is)."""
     if ctx.runtime is None or (arm.windows and arm.edges is None):
-        yield
-        return
-    with ctx.runtime.engine.using(None if arm.windows else WindowPolicy.whole(), arm.edges):
-        yield
+        return None
+    engine: KokoroEngine = ctx.runtime.engine
+    return engine.configured(None if arm.windows else WindowPolicy.whole(), arm.edges)
 
 
 async def _arm(ctx: BenchContext, arm: Arm, replies: tuple[str, ...]) -> list[dict[str, Any]]:
     """Every reply streamed once, ``arm.sessions`` at a time, each on its own session."""
     listeners: list[dict[str, Any]] = []
-    with _switched(ctx, arm):
+    async with ctx.configured(engine=_variant(ctx, arm)):
         for start in range(0, len(replies), arm.sessions):
             group = replies[start : start + arm.sessions]
             listeners += await asyncio.gather(*(_stream(ctx, reply, CHUNKINGS[arm.chunking]) for reply in group))

@@ -86,7 +86,7 @@ async def _slowed(ctx: BenchContext, session: SpeechSession, reply_id: str) -> d
             for name in FLOORS if trial % 2 == 0 else reversed(FLOORS):
                 sustain = FLOORS[name]
                 budget = base.budget if sustain is None else dataclasses.replace(base.budget, sustain=sustain)
-                with engine.using(dataclasses.replace(base, budget=budget)):
+                async with ctx.configured(engine=engine.configured(dataclasses.replace(base, budget=budget))):
                     runs[name].append(await one_reply(session, reply_id, ChunkPolicy()))
                 ctx.say(f"stalls, slowed, trial {trial + 1}: {name}")
     finally:

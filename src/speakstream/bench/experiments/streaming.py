@@ -256,7 +256,9 @@ async def _latency(ctx: BenchContext, engine: KokoroEngine) -> dict[str, Any]:
             order = ("whole", "windowed") if trial % 2 == 0 else ("windowed", "whole")
             for case, (text, chunking) in cases.items():
                 for mode in order:
-                    with engine.using(windowed if mode == "windowed" else WindowPolicy.whole()):
+                    async with ctx.configured(
+                        engine=engine.configured(windowed if mode == "windowed" else WindowPolicy.whole())
+                    ):
                         result, playback = await speak_timed(session, text, chunking=chunking)
                     runs[case][mode].append(1000 * (result.ttfa_s or 0.0))
                     served[case][mode].append(playback)

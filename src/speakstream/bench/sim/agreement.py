@@ -4,9 +4,8 @@ load levels under two policies, run by run in one process so both meet the same 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import statistics
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from speakstream.bench.sim.burst import Burst, BurstResult, run_burst, simulate_burst
@@ -66,13 +65,10 @@ def pair_row(pair: Pair) -> list[object]:
 PAIR_HEADERS = ("burst", "admitted sim / real", "worst gap ms", "p95 first audio ms", "within tolerance")
 
 
-@contextlib.contextmanager
-def old_windows(engine: KokoroEngine) -> Iterator[None]:
-    """The windows before the simulator's sweep: none held to another listener's buffer (the
-    first-window rule before it is ``Priority.beside`` false)."""
-    policy = replace(engine.policy, budget=replace(engine.policy.budget, others_share=float("inf")))
-    with engine.using(policy=policy):
-        yield
+def old_windows(engine: KokoroEngine) -> KokoroEngine:
+    """The engine configured with the windows before the simulator's sweep: none held to another
+    listener's buffer (the first-window rule before it is ``Priority.beside`` false)."""
+    return engine.configured(replace(engine.policy, budget=replace(engine.policy.budget, others_share=float("inf"))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,15 +109,15 @@ def levels(engine: KokoroEngine, rounds: int = 2, config: ServerConfig | None = 
 
 def _levels_once(engine: KokoroEngine, policy: str, config: ServerConfig) -> list[Level]:
     beside = policy == "new"
-    with old_windows(engine) if not beside else contextlib.nullcontext():
-        ones = [asyncio.run(run_burst(engine, Burst(1), config, beside=beside)) for _ in range(3)]
-        one_s = statistics.median(r.first_audio_s()[0] for r in ones)
-        n, crowd = load_levels(statistics.median(r.played[0].audio_per_wall_s for r in ones))
-        bursts = {f"N={n} together": Burst(n), f"N={n} random": Burst(n, "random"), f"{crowd} together": Burst(crowd)}
-        return [
-            Level(name, policy, asyncio.run(run_burst(engine, b, config, beside=beside)), one_s)
-            for name, b in bursts.items()
-        ]
+    engine = engine if beside else old_windows(engine)
+    ones = [asyncio.run(run_burst(engine, Burst(1), config, beside=beside)) for _ in range(3)]
+    one_s = statistics.median(r.first_audio_s()[0] for r in ones)
+    n, crowd = load_levels(statistics.median(r.played[0].audio_per_wall_s for r in ones))
+    bursts = {f"N={n} together": Burst(n), f"N={n} random": Burst(n, "random"), f"{crowd} together": Burst(crowd)}
+    return [
+        Level(name, policy, asyncio.run(run_burst(engine, b, config, beside=beside)), one_s)
+        for name, b in bursts.items()
+    ]
 
 
 def _p95(values: Sequence[float]) -> float:

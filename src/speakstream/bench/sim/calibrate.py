@@ -20,7 +20,7 @@ from speakstream.data import bench_text
 from speakstream.engine.config import cores
 from speakstream.engine.kokoro import KokoroEngine
 from speakstream.engine.windows.front import Utterance
-from speakstream.engine.windows.planner import Span
+from speakstream.engine.windows.planner import Decode
 from speakstream.engine.windows.stream import ChunkStream
 from speakstream.types import Load
 
@@ -75,7 +75,7 @@ def _with_overheads(engine: KokoroEngine, cost: CostModel) -> CostModel:
             started = time.perf_counter()
             if stream.step(replace(load, taken_at=started)) is None:
                 break
-            frames = sum(span.frames for span in stream.plans[-1].spans)
+            frames = sum(span.frames for span in stream.plans[-1].decodes)
             windows.append(time.perf_counter() - started - cost.decode_s(frames, narrow=False))
     front_s = max(0.0, cost.front_s + statistics.median(fronts))
     return replace(cost, front_s=front_s, window_s=max(0.0, cost.window_s + statistics.median(windows)))
@@ -100,7 +100,7 @@ def _loaded() -> KokoroEngine:
 
 def _decode(engine: KokoroEngine, copy: Any, u: Utterance, frames: int) -> Callable[[], None]:
     assert engine.runner is not None
-    feed = engine.runner.feed(u, Span(0, frames, 0, frames))
+    feed = engine.runner.feed(u, Decode(0, frames, 0, frames))
     return lambda: copy.run(["audio"], feed)
 
 

@@ -148,22 +148,22 @@ class SimStream:
         """The plan's inferences on the simulated cores, measured as the runner measures them."""
         engine, cost = self.engine, self.engine.cost
         expected = engine.speed.reading()
-        if len(plan.spans) == 2:
-            longest = max(span.frames for span in plan.spans)
+        if len(plan.decodes) == 2:
+            longest = max(span.frames for span in plan.decodes)
             cpu = engine.cpu
             if cpu.running == 0 and not shared and cpu.free("decoder") >= 2:
                 narrow = cost.decode_s(longest, narrow=True)
                 pair = Work(narrow, narrow, "decoder", self.cancel, shared, pair=True)
                 await cpu.run(pair, expected.expected_s(longest, narrow=True))
                 return
-        for span in plan.spans:
+        for span in plan.decodes:
             crowded = plan.decoder == "crowded"
             part = "crowded" if crowded else "decoder"
             wide = cost.decode_s(span.frames, narrow=False, crowded=crowded)
             narrow = cost.decode_s(span.frames, narrow=True, crowded=crowded)
             work = Work(wide, narrow, part, self.cancel, shared)
             seconds = await engine.cpu.run(work, expected.expected_s(span.frames))
-            if not crowded and len(plan.spans) == 1:
+            if not crowded and len(plan.decodes) == 1:
                 still = now.alone and engine.cpu.running == 0 and not shared
                 engine.speed.measured(seconds, span.frames, alone=now.alone, still_alone=still)
 

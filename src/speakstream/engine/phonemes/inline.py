@@ -28,7 +28,7 @@ _ONSET_STRESS = re.compile(f"([ˈˌ])([^{_VOWELS}ˈˌ ]+)(?=[{_VOWELS}])")
 
 
 @dataclass(frozen=True, slots=True)
-class Span:
+class TextRun:
     """A piece of text: plain (``phonemes`` None) or a word with the phonemes that say it."""
 
     text: str
@@ -36,16 +36,16 @@ class Span:
     space_after: bool = False
 
 
-def spans(text: str) -> Iterator[Span]:
+def text_runs(text: str) -> Iterator[TextRun]:
     """``text`` as plain pieces and inline-phoneme words, in order."""
     at = 0
     for m in INLINE.finditer(text):
         if m.start() > at:
-            yield Span(text[at : m.start()])
-        yield Span(m.group(1), m.group(2), text[m.end() : m.end() + 1].isspace())
+            yield TextRun(text[at : m.start()])
+        yield TextRun(m.group(1), m.group(2), text[m.end() : m.end() + 1].isspace())
         at = m.end()
     if at < len(text):
-        yield Span(text[at:])
+        yield TextRun(text[at:])
 
 
 def has_inline(text: str) -> bool:

@@ -90,7 +90,7 @@ class Phonemizer:
         if not inline.has_inline(text):
             with self._lock:
                 return self._assemble(self._for(language)(prepare(text)))
-        pieces = list(inline.spans(text))
+        pieces = list(inline.text_runs(text))
         given = [None if p.phonemes is None else inline.to_kokoro(p.phonemes, language, self._vocab) for p in pieces]
         with self._lock:
             g2p = self._for(language)

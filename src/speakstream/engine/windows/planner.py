@@ -69,7 +69,7 @@ class Situation:
 
 
 @dataclass(frozen=True, slots=True)
-class Span:
+class Decode:
     """One inference of a window: frames ``[start, end)`` decoded, ``[keep_start, keep_end)`` kept."""
 
     keep_start: int
@@ -88,8 +88,8 @@ class WindowPlan:
 
     start: int
     end: int
-    spans: tuple[Span, ...]
-    """One span, or two halves decoded at once."""
+    decodes: tuple[Decode, ...]
+    """One decode, or two halves decoded at once."""
     last: bool
     """The utterance's last window."""
     planned: int = 0
@@ -124,10 +124,10 @@ def plan_window(
             else snap(policy, start, end, chunk.stop, chunk.boundaries)
         )
     halves = split(policy, start, end, chunk.boundaries) if paired else ((start, end),)
-    spans = tuple(_span(policy, chunk, a, b, opens=index == 0 and a == start, waiting=waiting) for a, b in halves)
-    on_crowded = crowded and len(spans) == 1 and policy.opening.crowded_decoder and now.crowded_decoder
+    decodes = tuple(_decode(policy, chunk, a, b, opens=index == 0 and a == start, waiting=waiting) for a, b in halves)
+    on_crowded = crowded and len(decodes) == 1 and policy.opening.crowded_decoder and now.crowded_decoder
     reason = (opened if waiting else why) + (f"; end moved to a word gap from {cut_end}" if end != cut_end else "")
-    return WindowPlan(start, end, spans, end == chunk.stop, size, "crowded" if on_crowded else "main", reason)
+    return WindowPlan(start, end, decodes, end == chunk.stop, size, "crowded" if on_crowded else "main", reason)
 
 
 def pair_ready(now: Situation) -> bool:
@@ -343,7 +343,7 @@ def split(policy: WindowPolicy, start: int, end: int, boundaries: Sequence[int])
     return (start, seam), (seam, end)
 
 
-def _span(policy: WindowPolicy, chunk: Chunk, a: int, b: int, *, opens: bool, waiting: bool) -> Span:
+def _decode(policy: WindowPolicy, chunk: Chunk, a: int, b: int, *, opens: bool, waiting: bool) -> Decode:
     """Frames ``[a, b)`` with their context: the lead before a chunk's first window, the opening's
     own after it, else a seam's (less between words)."""
     seams, gaps = policy.seams, chunk.boundaries
@@ -356,4 +356,4 @@ def _span(policy: WindowPolicy, chunk: Chunk, a: int, b: int, *, opens: bool, wa
     after = policy.opening.context_after_frames
     if waiting and after is not None:
         right = min(right, after)
-    return Span(a, b, max(0, a - left), min(chunk.frames, b + right))
+    return Decode(a, b, max(0, a - left), min(chunk.frames, b + right))

@@ -1,5 +1,5 @@
 """Runs what the planner decided on the model's copies, and nothing else: the front of a phoneme
-window, and a window plan (one span, or two halves at once) with the sine phase carried into it,
+window, and a window plan (one decode, or two halves at once) with the sine phase carried into it,
 stitched onto the windows before it. It reports each window's time to the speed estimator.
 """
 
@@ -18,7 +18,7 @@ from speakstream.engine.runtime.graphs import SplitModel
 from speakstream.engine.runtime.speed import SpeedEstimator
 from speakstream.engine.windows.edges import EdgePolicy
 from speakstream.engine.windows.front import Utterance, utterance
-from speakstream.engine.windows.planner import FRAME_SAMPLES, Span, WindowPlan
+from speakstream.engine.windows.planner import FRAME_SAMPLES, Decode, WindowPlan
 from speakstream.engine.windows.stitch import Stitcher, sine_phase
 from speakstream.types import SAMPLE_RATE
 
@@ -68,23 +68,23 @@ class Runner:
         ``shared``: the scheduler runs other windows beside it. The utterance's last window gives
         the activation memory back when it ends (``weights.shrink_after``)."""
         audios: tuple[NDArray[np.float32], ...]
-        if len(plan.spans) == 2:
-            audios = self._pair(u, plan.spans, cancel, shared=shared, shrink=plan.last)
+        if len(plan.decodes) == 2:
+            audios = self._pair(u, plan.decodes, cancel, shared=shared, shrink=plan.last)
         else:
-            span, last = plan.spans[0], plan.last
-            audios = (self.decode(u, span, cancel, decoder=plan.decoder, alone=alone, shared=shared, shrink=last),)
+            run, last = plan.decodes[0], plan.last
+            audios = (self.decode(u, run, cancel, decoder=plan.decoder, alone=alone, shared=shared, shrink=last),)
         crossfade, stop = stitch.crossfade, u.stop_frame
         pieces = []
-        for span, audio in zip(plan.spans, audios, strict=True):
-            lo = (span.keep_start - span.start) * FRAME_SAMPLES - (crossfade if span.keep_start > u.first_frame else 0)
-            hi = (span.keep_end - span.start) * FRAME_SAMPLES + (0 if span.keep_end == stop else crossfade)
-            pieces.append(stitch.add(audio[lo:hi], span.start * FRAME_SAMPLES + lo, span.keep_end == stop))
+        for run, audio in zip(plan.decodes, audios, strict=True):
+            lo = (run.keep_start - run.start) * FRAME_SAMPLES - (crossfade if run.keep_start > u.first_frame else 0)
+            hi = (run.keep_end - run.start) * FRAME_SAMPLES + (0 if run.keep_end == stop else crossfade)
+            pieces.append(stitch.add(audio[lo:hi], run.start * FRAME_SAMPLES + lo, run.keep_end == stop))
         return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
 
     def decode(
         self,
         u: Utterance,
-        span: Span,
+        run: Decode,
         cancel: CancelToken | None,
         *,
         decoder: str = "main",
@@ -92,23 +92,23 @@ class Runner:
         shared: bool = False,
         shrink: bool = False,
     ) -> NDArray[np.float32]:
-        """Frames ``[span.start, span.end)`` of ``u`` on ``decoder``'s copies; a window of the main
+        """Frames ``[run.start, run.end)`` of ``u`` on ``decoder``'s copies; a window of the main
         decoder is measured (another decoder's speed is not its own)."""
-        expected_s = self.speed.reading().expected_s(span.frames)
+        expected_s = self.speed.reading().expected_s(run.frames)
         copies = self.model.decoders(decoder)
-        feed = self.feed(u, span)
+        feed = self.feed(u, run)
         (audio,), seconds = cores.run(copies, ["audio"], feed, cancel, expected_s, shared=shared, shrink=shrink)
         if copies is self.model.decoder:
             still = alone and self.model.cores.running == 0 and not shared
-            self.speed.measured(seconds, span.frames, alone=alone, still_alone=still)
+            self.speed.measured(seconds, run.frames, alone=alone, still_alone=still)
         return np.asarray(audio, dtype=np.float32).ravel()
 
     def _pair(
-        self, u: Utterance, spans: tuple[Span, ...], cancel: CancelToken | None, *, shared: bool, shrink: bool
+        self, u: Utterance, decodes: tuple[Decode, ...], cancel: CancelToken | None, *, shared: bool, shrink: bool
     ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
-        """Two spans decoded at once on two narrow copies when nothing else runs, else one after the
+        """Two decodes run at once on two narrow copies when nothing else runs, else one after the
         other. Neither is measured: the speeds size windows by one inference's, which a pair beats."""
-        first, second = spans
+        first, second = decodes
         expected_s = self.speed.reading().expected_s(max(first.frames, second.frames), narrow=True)
         feeds = (self.feed(u, first), self.feed(u, second))
         ((one,), (two,)), seconds = cores.run_pair(
@@ -117,7 +117,7 @@ class Runner:
         self.paired_windows += seconds is not None
         return np.asarray(one, dtype=np.float32).ravel(), np.asarray(two, dtype=np.float32).ravel()
 
-    def feed(self, u: Utterance, span: Span) -> dict[str, Any]:
-        """The decoder's inputs for ``span`` of ``u``, its sine source at the phase it has there."""
-        phase = sine_phase(u.f0, 2 * span.start, self.model.harmonics, self.model.rate)
-        return decoder_feed((u.features, u.f0, u.energy), u.style, phase, span.start, span.end)
+    def feed(self, u: Utterance, run: Decode) -> dict[str, Any]:
+        """The decoder's inputs for ``run`` of ``u``, its sine source at the phase it has there."""
+        phase = sine_phase(u.f0, 2 * run.start, self.model.harmonics, self.model.rate)
+        return decoder_feed((u.features, u.f0, u.energy), u.style, phase, run.start, run.end)

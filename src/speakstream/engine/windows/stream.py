@@ -211,6 +211,6 @@ def window_attributes(plan: WindowPlan) -> tuple[tuple[str, Attribute], ...]:
         ("frames", plan.frames),
         ("planned_frames", plan.planned),
         ("decoder", plan.decoder),
-        ("halves", len(plan.spans)),
+        ("halves", len(plan.decodes)),
         ("reason", plan.reason),
     )

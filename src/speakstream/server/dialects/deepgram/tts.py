@@ -39,7 +39,6 @@ from speakstream.server.contexts import Context, ContextSocket
 from speakstream.server.dialects.deepgram.voices import kokoro_voice
 from speakstream.server.encoding import ChunkOut
 from speakstream.server.http import audio_response, json_body, runtime_of, sse_parts
-from speakstream.server.reading import validate
 from speakstream.server.runtime import Runtime
 from speakstream.server.security import client_of
 from speakstream.server.speech import SpeechRequest, body_limit, open_reply
@@ -98,7 +97,7 @@ class DeepgramSocket(ContextSocket):
         """A bad model or format is refused at the handshake; then the connection's metadata."""
         query = self.ws.query_params
         self.options, _ = query_options(query, self.config.mapped_voice, http=False)
-        validate(self.rt.require_scheduler(), self.rt.settings(self.options))
+        self.rt.settings(self.options)  # checked: a bad model or format is refused here
         await self.send(json.dumps(_metadata(self.id, query.get("model") or self.config.voice)))
 
     async def handle(self, message: dict[str, Any]) -> bool:

@@ -43,7 +43,6 @@ from speakstream.server.alignment import CharTimes, SourceAlignment, chunk_char_
 from speakstream.server.contexts import ChunkTracker, Context, ContextSocket
 from speakstream.server.encoding import ChunkOut
 from speakstream.server.http import audio_response, error_response, json_body, runtime_of, sse_parts, streaming
-from speakstream.server.reading import validate
 from speakstream.server.reply import Reply
 from speakstream.server.runtime import Runtime
 from speakstream.server.security import client_of
@@ -131,7 +130,7 @@ class ElevenLabsSocket(ContextSocket):
             text_type=self._text_type,
             normalize=self._normalize,
         )
-        validate(self.rt.require_scheduler(), self.rt.settings(options, bitrate=bitrate))
+        self.rt.settings(options, bitrate=bitrate)  # checked before the first text
         return options, bitrate
 
     async def handle(self, message: dict[str, Any]) -> bool:
