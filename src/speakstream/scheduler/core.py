@@ -47,10 +47,12 @@ class Scheduler:
         cache: AudioCache | None = None,
         max_load: float | None = None,
         executors: Callable[[int, str], Executor] | None = None,
+        beside: bool = True,
     ) -> None:
         """``cache``: where whole chunks' audio is kept and repeats answered (None: none); ``max_load``:
         the share of the measured capacity admitted replies may ask for (None: no admission by
-        capacity); ``executors(threads, name)``: where turns run (default: thread pools)."""
+        capacity); ``executors(threads, name)``: where turns run (default: thread pools); ``beside``:
+        ``Priority.beside``."""
         self.engine = engine
         self.cache = cache
         self.lanes = lanes
@@ -62,7 +64,7 @@ class Scheduler:
             max_load=max_load or 1.0,
         )
         self.turns = Turns()
-        self.priority = Priority(first_chunk_priority=first_chunk_priority, preempt=preempt)
+        self.priority = Priority(first_chunk_priority=first_chunk_priority, preempt=preempt, beside=beside)
         self._on_done = on_done
         self._clock = clock
         self._wakeup = asyncio.Event()

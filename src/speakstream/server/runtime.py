@@ -282,9 +282,10 @@ def scheduler_for(
     *,
     on_done: Callable[[Job, AudioPiece | None], None] | None = None,
     executors: Callable[[int, str], Executor] | None = None,
+    beside: bool = True,
 ) -> Scheduler:
     """The scheduler a server with ``config`` runs ``engine`` with (the simulator makes the same,
-    with its ``executors``)."""
+    with its ``executors``; ``beside`` false: the first-window rule before the simulator's sweep)."""
     return Scheduler(
         engine,
         lanes=config.lanes or engine.lanes,
@@ -296,4 +297,5 @@ def scheduler_for(
         cache=AudioCache(config.cache_mb << 20) if config.cache_mb > 0 else None,
         max_load=config.max_load or None,
         executors=executors,
+        beside=beside,
     )

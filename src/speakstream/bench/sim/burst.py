@@ -142,11 +142,15 @@ async def drive(scheduler: Scheduler, config: ServerConfig, burst: Burst) -> Bur
 
 
 def scheduler_for(
-    engine: Engine, config: ServerConfig, executors: Callable[[int, str], Executor] | None = None
+    engine: Engine,
+    config: ServerConfig,
+    executors: Callable[[int, str], Executor] | None = None,
+    *,
+    beside: bool = True,
 ) -> Scheduler:
     """The server's scheduler for ``config`` (``runtime.scheduler_for``) with its audio cache off:
     every session speaks the same text, and real replies rarely repeat whole chunks."""
-    return runtime.scheduler_for(engine, replace(config, cache_mb=0), executors=executors)
+    return runtime.scheduler_for(engine, replace(config, cache_mb=0), executors=executors, beside=beside)
 
 
 def simulate_burst(
@@ -164,13 +168,9 @@ def simulate_burst(
     async def main() -> BurstResult:
         engine = SimEngine(cost, policy=policy)
         engine.warm()
-        scheduler = scheduler_for(engine, config, lambda threads, name: SimExecutor())
-        scheduler.priority.beside = beside
-        await scheduler.start()
-        try:
-            return await drive(scheduler, config, burst)
-        finally:
-            await scheduler.stop()
+        return await _driven(
+            scheduler_for(engine, config, lambda threads, name: SimExecutor(), beside=beside), config, burst
+        )
 
     return simulate(main())
 
@@ -181,8 +181,11 @@ async def run_burst(
     """``burst`` in wall time on a real (warmed) engine, through a fresh scheduler (``beside``:
     its ``Priority.beside``)."""
     config = config or ServerConfig()
-    scheduler = scheduler_for(engine, config)
-    scheduler.priority.beside = beside
+    return await _driven(scheduler_for(engine, config, beside=beside), config, burst)
+
+
+async def _driven(scheduler: Scheduler, config: ServerConfig, burst: Burst) -> BurstResult:
+    """``burst`` through ``scheduler``, started for it and stopped after."""
     await scheduler.start()
     try:
         return await drive(scheduler, config, burst)
