@@ -201,7 +201,8 @@ class ServerConfig:
         environ = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
-            raw = environ.get(ENV_PREFIX + f.name.upper(), environ.get(ENV_PREFIX + RENAMED.get(f.name, "-")))
+            old = RENAMED.get(f.name)
+            raw = environ.get(ENV_PREFIX + f.name.upper(), environ.get(ENV_PREFIX + old) if old else None)
             if raw is not None and f.name != "policy":
                 values[f.name] = _parse(f.name, str(f.type), raw)
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -146,7 +146,9 @@ def spoken(scheduler: Scheduler, settings: ReplySettings, say: Say, *, checked: 
         voice, speaker = settings.speaker(say.reading.voice), say.reading.voice
     if say.reading.language is not None:
         voice = with_language(voice, say.reading.language)
-    if not checked or voice != settings.voice:  # its text was not checked in this voice
-        readable(settings.speaks if voice == settings.voice else voice_info(scheduler, voice).speaks, say.text)
+    if voice != settings.voice:  # another voice, or another language: its text is read in that one
+        readable(voice_info(scheduler, voice).speaks, say.text)
+    elif not checked:
+        readable(settings.speaks, say.text)
     speed = min(MAX_SPEED, max(MIN_SPEED, speed * say.reading.speed))
     return Spoken(say.text, voice, speed, say.ends_at, speaker)

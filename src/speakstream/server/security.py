@@ -92,9 +92,10 @@ class SecurityMiddleware:
         assert self.key is not None
         presented = b""
         for name, value in scope.get("headers", []):
-            scheme, _, credential = value.partition(b" ")
-            if name == b"authorization" and scheme.lower() in AUTH_SCHEMES:
-                presented = credential.strip()
+            if name == b"authorization":
+                scheme, _, credential = value.partition(b" ")
+                if scheme.lower() in AUTH_SCHEMES:
+                    presented = credential.strip()
             elif name in KEY_HEADERS and not presented:
                 presented = value.strip()
         if not presented and scope["type"] == "websocket":
