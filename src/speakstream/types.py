@@ -125,6 +125,8 @@ class AudioPiece:
     sample_rate: int = SAMPLE_RATE
     steps: tuple[Step, ...] = ()
     """The stages that made it, in order (the first piece's include the chunk's phonemes and fronts)."""
+    hold_s: float = 0.0
+    """How long the server holds this piece before sending it (an opening's start-up buffer)."""
 
     @property
     def duration_s(self) -> float:
@@ -165,6 +167,9 @@ class Load:
     """When this was taken (``time.perf_counter``)."""
     others_buffered_s: float | None = None
     """The least another listener hearing its reply has buffered (None: no other is playing)."""
+    lane_wait_s: float = 0.0
+    """Seconds until a lane running a later window is expected to be free, when every lane runs
+    one (0: a lane is free): how long a reply's second window may wait for one."""
 
     @property
     def sharing(self) -> bool:

@@ -31,9 +31,11 @@ class StepEngine(FakeEngine):
     """Every chunk is ``windows`` pieces and every step is logged as ``text:i``; the chunk "hold"
     waits while its text is read until ``gate`` opens, so a queue can build up behind it."""
 
-    def __init__(self, windows: int = 2) -> None:
+    def __init__(self, windows: int = 2, hold_s: float = 0.0) -> None:
         super().__init__(fail_when=lambda text: text == "bad")
         self.windows = windows
+        self.hold_s = hold_s
+        """Each chunk's first piece is to be held that long before it is sent (an opening's start-up buffer)."""
         self.gate = threading.Event()
         self.second_gate = threading.Event()
         """Holds the second window of "hold" while cleared (set by default)."""
@@ -98,7 +100,11 @@ class StepStream:
         engine.in_flight.append(load.in_flight)
         engine.replying.append(load.replies)
         self.made += 1
-        return AudioPiece(np.zeros(240, np.float32), i, i * 0.01, engine.windows * 0.01, (), i == engine.windows - 1)
+        last, hold_s = i == engine.windows - 1, engine.hold_s if i == 0 else 0.0
+        return AudioPiece(np.zeros(240, np.float32), i, i * 0.01, engine.windows * 0.01, (), last, hold_s=hold_s)
+
+    def held_s(self, load: Load) -> float:
+        return self.engine.hold_s if self.made == 1 and self.engine.windows > 1 else 0.0
 
     def _hold(self, gate: threading.Event) -> None:
         self.engine.busy.set()
@@ -157,6 +163,33 @@ async def test_sessions_take_turns_window_by_window_and_chunks_keep_their_order(
     assert engine.log == ["hold:0", "a1:0", "b1:0", "hold:1", "a1:1", "b1:1", "a2:0", "a2:1"]
     assert all([p.index for p in r] == [0, 1] and r[-1].last for r in results)
     assert scheduler.queued == 0
+
+
+async def test_a_held_opening_is_sent_after_its_hold_and_its_listener_starts_then() -> None:
+    """A piece to be held is sent ``hold_s`` after it was made, and the listener's clock starts
+    then (its buffer counts the hold), unless the chunk's next piece is made first: then at once."""
+    engine = StepEngine(hold_s=0.3)
+    engine.gate.set()
+    engine.second_gate.clear()  # the opening's next window is not made meanwhile
+    scheduler = Scheduler(engine, max_queue=16)
+    await scheduler.start()
+    try:
+        clock = PlaybackClock()
+        asked = asyncio.get_running_loop().time()
+        job = scheduler.submit("s", "r", 0, "hold", voice="af_heart", speed=1.0, clock=clock)
+        pieces = job.stream()
+        await asyncio.wait_for(anext(pieces), 10)
+        assert asyncio.get_running_loop().time() - asked >= 0.3
+        assert clock.started_at is not None and clock.started_at >= job.started_at + 0.3  # type: ignore[operator]
+        engine.second_gate.set()
+        assert [p.index async for p in pieces] == [1]
+        engine.hold_s = 60.0  # the next piece comes long before that
+        again = PlaybackClock()
+        job = scheduler.submit("s", "r2", 0, "next", voice="af_heart", speed=1.0, clock=again)
+        assert [p.index for p in await asyncio.wait_for(taken(job), 10)] == [0, 1]
+        assert again.started_at is not None and again.started_at < asked + 10
+    finally:
+        await scheduler.stop()
 
 
 async def test_openings_are_crowded_when_more_replies_wait_for_one_than_the_workers() -> None:

@@ -71,6 +71,42 @@ def test_the_job_s_window_is_weighed_with_its_listener_s_buffer() -> None:
     assert priority.worth(job)  # between inferences nothing decoded is lost
 
 
+def test_a_window_is_paused_only_when_its_listener_outlasts_it_run_again_beside_another() -> None:
+    """A paused window runs again, whole, beside the next windows of the reply it was paused for:
+    on a share of the cores, so it is weighed at a narrow copy's speed. A listener who would
+    outlast it run again alone, but not beside, is not paused."""
+    clock = FakeClock()
+    priority, job = Priority(), _job("a", 1)
+    priority.first_window_s = 0.2
+    job.clock = PlaybackClock(now=clock)
+    job.clock.add(0.75)  # 0.75 s ahead: 0.2 + 0.5 alone fits, 0.2 + 0.75 beside does not
+    with job.token.interruptible(lambda: None, expected_s=0.5):
+        assert not priority.worth(job)
+    job.clock.add(0.25)
+    with job.token.interruptible(lambda: None, expected_s=0.5):
+        assert priority.worth(job)
+
+
+def test_a_second_window_waits_for_the_first_lane_to_end_its_later_window() -> None:
+    """While every lane runs a later window, the wait for one is the least time left of them (a
+    window paused for an opening: the opening's time, then its whole time again); with a lane free
+    or running a first window, none."""
+    priority = Priority()
+    priority.first_window_s = 0.3
+    long, short = _job("a", 1, made=1), _job("b", 1, made=1)
+    priority.busy.update({long, short})
+    assert priority.lane_wait_s(lanes=3) == 0.0
+    with long.token.interruptible(lambda: None, expected_s=2.0), short.token.interruptible(lambda: None, 0.8):
+        assert 0.7 < priority.lane_wait_s(lanes=2) <= 0.8
+        priority.pause_for_urgent()  # both far from their listeners' dry: both paused
+        assert priority.paused == {long, short}
+    assert priority.lane_wait_s(lanes=2) == pytest.approx(0.3 + 0.8)
+    priority.resume_paused()
+    assert priority.lane_wait_s(lanes=2) == 0.0  # between inferences: not known
+    priority.busy = {long, _job("c")}
+    assert priority.lane_wait_s(lanes=2) == 0.0  # a first window's lane frees soon
+
+
 def test_a_first_window_goes_first_and_waits_rather_than_share_the_cores_with_a_later_one() -> None:
     priority = Priority()
     later, first, other_first = _job("a", 1), _job("b"), _job("c")
@@ -165,3 +201,25 @@ def test_a_first_window_runs_beside_later_windows_that_may_not_be_paused() -> No
     opening = _job("c")
     priority.busy = {opening}
     assert priority.pick_urgent([first], _first) is None  # first windows share the cores already
+
+
+def test_a_listener_that_would_run_dry_behind_the_urgent_lane_runs_beside_it_on_a_free_lane() -> None:
+    """While an opening runs on the urgent lane a worker starts nothing, except the window of a
+    listener with less buffered than the opening's time left and two first windows' more, and only
+    where a lane is free: on one lane the opening keeps the core."""
+    clock, priority = FakeClock(), Priority(lanes=2)
+    priority.first_window_s = 0.2
+    opening, near, ahead = _job("a"), _job("b", 1), _job("c", 1)
+    for job, buffered in ((near, 0.7), (ahead, 5.0)):
+        job.clock = PlaybackClock(now=clock)
+        job.clock.add(buffered)
+    priority.urgent.add(opening)
+    assert priority.pick([near, ahead], _first) is None  # 0.7 s covers 0.4 s: nothing beside it
+    with opening.token.interruptible(lambda: None, expected_s=0.5):
+        assert priority.pick([near, ahead], _first) is near  # 0.5 s left of it, then 0.4: 0.7 runs dry
+        assert priority.pick([ahead], _first) is None
+        priority.busy.add(_job("x", 1))  # both lanes taken
+        assert priority.pick([near], _first) is None
+        one_lane = Priority(lanes=1)
+        one_lane.first_window_s, one_lane.urgent = 0.2, {opening}
+        assert one_lane.pick([near], _first) is None

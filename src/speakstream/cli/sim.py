@@ -25,6 +25,9 @@ def register(commands: Any) -> None:
     compare.set_defaults(handler=compare_command)
     levels = steps.add_parser("levels", help="the issue's load levels on the real engine, new and old policy")
     levels.add_argument("--rounds", type=int, default=2)
+    levels.add_argument(
+        "--arms", default="new,old", help="policies in turn, of new (the defaults), unheld (no opening held), old"
+    )
     levels.set_defaults(handler=levels_command)
 
 
@@ -69,11 +72,14 @@ def compare_command(args: argparse.Namespace) -> int:
 
 
 def levels_command(args: argparse.Namespace) -> int:
-    from speakstream.bench.sim.agreement import LEVEL_HEADERS, levels
+    from speakstream.bench.sim.agreement import ARMS, LEVEL_HEADERS, levels
     from speakstream.bench.tables import table
     from speakstream.engine.kokoro import KokoroEngine
 
     engine = KokoroEngine()
     engine.warm()
-    print(table(LEVEL_HEADERS, [level.row() for level in levels(engine, args.rounds)]))
+    arms = [arm for arm in args.arms.split(",") if arm]
+    if unknown := set(arms) - set(ARMS):
+        raise SystemExit(f"unknown arms {sorted(unknown)}: choose from {', '.join(ARMS)}")
+    print(table(LEVEL_HEADERS, [level.row() for level in levels(engine, args.rounds, arms=arms)]))
     return 0

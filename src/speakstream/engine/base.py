@@ -45,6 +45,11 @@ class Stream(Protocol):
         """The next piece, planned for ``load``; None once the chunk is done (prepares if needed)."""
         ...
 
+    def held_s(self, load: Load) -> float:
+        """How long the piece made last is held before it is sent (an opening's start-up buffer),
+        weighed again for ``load`` as it is now that it is made."""
+        ...
+
 
 class Engine(Protocol):
     """Text in, speech out. ``synthesize`` blocks; call it from a worker thread in async code."""
@@ -215,6 +220,9 @@ class WholeChunk:
 
     def step(self, load: Load) -> AudioPiece | None:
         return next(self._made(), None)
+
+    def held_s(self, load: Load) -> float:
+        return 0.0  # made whole: nothing after its first piece waits for a lane
 
     def _made(self) -> Iterator[AudioPiece]:
         if self._pieces is None:

@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import replace
 
 from speakstream.engine.base import Engine
 from speakstream.engine.cancel import SynthesisCancelled, WorkClock
@@ -64,7 +65,7 @@ class Scheduler:
             max_load=max_load or 1.0,
         )
         self.turns = Turns()
-        self.priority = Priority(first_chunk_priority=first_chunk_priority, preempt=preempt, beside=beside)
+        self.priority = Priority(first_chunk_priority=first_chunk_priority, preempt=preempt, beside=beside, lanes=lanes)
         self._on_done = on_done
         self._clock = clock
         self._wakeup = asyncio.Event()
@@ -112,6 +113,7 @@ class Scheduler:
             playing=clock is not None and clock.playing,
             taken_at=self._clock(),
             others_buffered_s=least_buffered(self.turns.jobs(), besides=clock),
+            lane_wait_s=self.priority.lane_wait_s(self.lanes),
         )
 
     async def start(self) -> None:
@@ -253,8 +255,10 @@ class Scheduler:
 
     def _finish(self, job: Job, piece: AudioPiece | None, error: BaseException | None) -> None:
         heard = not job.ended and not job.token.cancelled and error is None and piece is not None
+        if heard and piece is not None and job.made == 0 and job.cached is None and job.synthesis is not None:
+            piece = replace(piece, hold_s=job.synthesis.held_s(self.load(job, planning=False)))
         if heard and piece is not None and job.clock is not None:
-            job.gap_s = job.clock.add(piece.duration_s, job.enqueued_at)
+            job.gap_s = job.clock.add(piece.duration_s, job.enqueued_at, hold_s=piece.hold_s)
         if self._on_done:
             self._on_done(job, piece)
         if job.ended:
@@ -274,6 +278,8 @@ class Scheduler:
             job.close(error if error is not None else piece)
             return
         job.made += 1
+        if piece.hold_s > 0 and job.made == 1:
+            job.release_at = self._clock() + piece.hold_s
         job.deliver(piece)
 
 

@@ -43,12 +43,13 @@ class PlaybackClock:
     def playing(self) -> bool:
         return self.started_at is not None
 
-    def add(self, seconds: float, queued_at: float | None = None) -> float:
+    def add(self, seconds: float, queued_at: float | None = None, *, hold_s: float = 0.0) -> float:
         """A piece of ``seconds`` made now, whose chunk was queued at ``queued_at`` (None: a gap
-        before it is not the server's); the server's gap before it, in seconds (0: none)."""
+        before it is not the server's); the server's gap before it, in seconds (0: none).
+        ``hold_s``: the first piece is sent that much later, and the listener starts then."""
         now = self.now()
         if self.started_at is None:
-            self.started_at = now
+            self.started_at = now + hold_s
         dry = now - self.started_at - self.audio_s
         if dry > 0:  # the listener waited, and plays on from now
             self.started_at += dry
@@ -127,6 +128,10 @@ class Job:
     """Every turn so far ran while other work ran too: the chunk measures the capacity."""
     gap_s: float = 0.0
     """The server's gap before the piece made last (``PlaybackClock.add``)."""
+    release_at: float | None = None
+    """When the piece delivered first may be sent (its ``hold_s`` after it was made)."""
+    _made: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    """Set as each piece (or the end) is delivered: a held piece goes when the next comes."""
 
     @property
     def queue_wait_s(self) -> float:
@@ -159,7 +164,21 @@ class Job:
                 return
             if isinstance(item, BaseException):
                 raise item
+            await self._held()
             yield item
+
+    async def _held(self) -> None:
+        """Until ``release_at``, or until the chunk's next piece is made (two pieces cover what one
+        held was to): then the listener starts now."""
+        release_at, self.release_at = self.release_at, None
+        if release_at is None:
+            return
+        self._made.clear()
+        if self.pieces.empty():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._made.wait(), max(0.0, release_at - clock_now()))
+        if self.clock is not None and self.clock.started_at is not None:
+            self.clock.started_at = min(self.clock.started_at, clock_now())
 
     def made_whole(self, piece: AudioPiece) -> list[AudioPiece] | None:
         """Count ``piece`` toward the chunk's audio, keep it when the chunk is cached; the whole
@@ -181,3 +200,4 @@ class Job:
     def deliver(self, item: AudioPiece | BaseException | None) -> None:
         with contextlib.suppress(asyncio.QueueFull):  # only a reply that stopped reading fills it
             self.pieces.put_nowait(item)
+        self._made.set()

@@ -23,7 +23,7 @@ import math
 import time
 from collections.abc import Callable
 
-from speakstream.engine.runtime.speed import smoothed
+from speakstream.engine.runtime.speed import NARROW_SLOWDOWN, smoothed
 from speakstream.scheduler.job import Job
 
 FIRST_WINDOW_GUESS_S = 0.4
@@ -34,14 +34,20 @@ NextOf = Callable[[list[Job]], Job | None]
 
 def worth_pausing(remaining_s: float, expected_s: float, buffered_s: float, first_window_s: float) -> bool:
     """Pausing a window saves the first window waiting the rest of it (``remaining_s``), and costs
-    its own listener (``buffered_s`` ahead) a first window plus the part already decoded, run
-    again: a stall when that is more than the listener has. A listener still hearing speech is
+    its own listener (``buffered_s`` ahead) a first window plus the window run again, whole
+    (``expected_s``): a stall when that is more than the listener has. A listener still hearing speech is
     never given a gap for another's first word; one already dry is, when the wait saved is longer
     than the stall added."""
     added_stall = max(0.0, first_window_s + expected_s - buffered_s) - max(0.0, remaining_s - buffered_s)
     if buffered_s > 0:
         return added_stall <= 0.0 < remaining_s
     return remaining_s > added_stall
+
+
+def _remaining_s(job: Job) -> float:
+    """Seconds the inference ``job`` runs now should still take (0: none, or not known)."""
+    run = job.token.running()
+    return 0.0 if run is None or run[1] is None else max(0.0, run[1] - run[0])
 
 
 def crowded(jobs: list[Job], lanes: int) -> bool:
@@ -67,7 +73,11 @@ class Priority:
     """Which windows run now: those on the workers (``busy``), the first windows on the urgent lane,
     and the windows paused for them; and how long a first window takes."""
 
-    def __init__(self, *, first_chunk_priority: bool = True, preempt: bool = True, beside: bool = True) -> None:
+    def __init__(
+        self, *, first_chunk_priority: bool = True, preempt: bool = True, beside: bool = True, lanes: int = 1
+    ) -> None:
+        self.lanes = lanes
+        """Inferences the cores run at once at full speed (the scheduler's workers)."""
         self.first_chunk_priority = first_chunk_priority
         self.preempt = preempt
         self.beside = beside
@@ -80,6 +90,8 @@ class Priority:
         """When the windows now paused were paused: only first windows queued by then run in their place."""
         self.first_window_s = FIRST_WINDOW_GUESS_S
         """What a first window takes (a moving average): how long a paused window waits."""
+        self._rerun_s: dict[Job, float] = {}
+        """What each paused window's inference was expected to take: it runs again, whole."""
 
     @property
     def in_flight(self) -> int:
@@ -93,9 +105,9 @@ class Priority:
     def pick(self, ready: list[Job], next_of: NextOf) -> Job | None:
         """The next step for a worker: a listener running dry's, else a waiting first window, else
         the next in turn. A first window waits rather than share the cores with a later one;
-        nothing while the urgent lane runs."""
+        while the urgent lane runs, only a listener running dry's, on a lane it leaves free."""
         if self.urgent:
-            return None
+            return self._beside_urgent(ready)
         if (dry := running_dry(ready, 2 * self.first_window_s)) is not None:
             others = [job for job in first_windows(ready) if job.client != dry.client]
             return next_of([dry, *others]) if others else dry  # another client's opening by its turn
@@ -121,6 +133,16 @@ class Priority:
             firsts = [job for job in firsts if job.enqueued_at <= self.paused_at]
         return next_of(firsts)
 
+    def _beside_urgent(self, ready: list[Job]) -> Job | None:
+        """A later window whose listener would run dry waiting for the first window on the urgent
+        lane to end (its remaining time, then a window's), when that leaves a lane free: the
+        opening runs on a share of the cores, a little later, instead of a gap for a listener
+        already hearing speech."""
+        if self.in_flight >= self.lanes:
+            return None
+        urgent_s = max((_remaining_s(job) for job in self.urgent), default=0.0)
+        return running_dry(ready, urgent_s + 2 * self.first_window_s)
+
     def _later_only(self) -> bool:
         """The workers run later windows only (first windows there share the cores already)."""
         return not any(job.first_window for job in self.busy)
@@ -136,6 +158,8 @@ class Priority:
         if not self.paused:
             self.paused_at = time.perf_counter()
         for job in self.pausable():
+            run = job.token.running()
+            self._rerun_s[job] = 0.0 if run is None or run[1] is None else run[1]
             job.preempted = True
             job.token.pause()
             self.paused.add(job)
@@ -144,6 +168,18 @@ class Priority:
         for job in self.paused:
             job.token.resume()
         self.paused.clear()
+        self._rerun_s.clear()
+
+    def lane_wait_s(self, lanes: int) -> float:
+        """Seconds until a lane running a later window is expected to be free, when all ``lanes``
+        run one (0: a lane is free, or a window's time is not known)."""
+        later = [job for job in self.busy if not job.first_window]
+        if len(later) < lanes:
+            return 0.0
+        return min(
+            self._rerun_s.get(job, 0.0) + self.first_window_s if job in self.paused else _remaining_s(job)
+            for job in later
+        )
 
     def worth(self, job: Job) -> bool:
         """Whether pausing the window ``job`` runs now is worth it (``worth_pausing``)."""
@@ -153,4 +189,5 @@ class Priority:
         elapsed, expected = run[0], run[1]
         clock = job.clock
         buffered = math.inf if clock is None or not clock.playing else clock.ahead_s()
-        return worth_pausing(max(0.0, expected - elapsed), expected, buffered, self.first_window_s)
+        rerun = expected * NARROW_SLOWDOWN  # again, beside the next windows of the reply paused for
+        return worth_pausing(max(0.0, expected - elapsed), rerun, buffered, self.first_window_s)

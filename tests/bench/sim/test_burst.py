@@ -4,10 +4,12 @@ engine, deterministic and fast, and what its listeners hear across machine speed
 from __future__ import annotations
 
 import math
+import statistics
+from dataclasses import replace
 
 import pytest
 
-from speakstream.bench.sim.burst import Burst, simulate_burst, tokens
+from speakstream.bench.sim.burst import Burst, BurstResult, simulate_burst, tokens
 from speakstream.bench.sim.cost import CostModel
 from speakstream.bench.sim.engine import SimEngine
 from speakstream.bench.sim.sweep import load_levels
@@ -42,9 +44,11 @@ def test_llm_tokens_arrive_at_their_pace_and_the_first_audio_waits_for_the_first
 
 
 def test_a_faster_machine_admits_more_and_its_first_audio_comes_sooner() -> None:
+    """The typical first audio (the slowest of the many a fast machine admits may be held for a
+    start-up buffer the one a slow machine admits does not need)."""
     slow, fast = simulate_burst(COST.at(0.5), Burst(8)), simulate_burst(COST.at(3.0), Burst(8))
     assert len(slow.played) < len(fast.played)
-    assert max(fast.first_audio_s()) < max(slow.first_audio_s())
+    assert statistics.median(fast.first_audio_s()) < statistics.median(slow.first_audio_s())
 
 
 def test_the_simulated_engine_plans_its_windows_with_the_real_planner() -> None:
@@ -74,20 +78,45 @@ def _worst_gaps(speed: float) -> dict[tuple[str, str], float]:
 
 
 @pytest.mark.parametrize("speed", SPEEDS, ids=lambda s: f"{s}x")
-def test_staggered_listeners_never_run_dry_and_no_gap_anywhere_reaches_the_old_collapse(speed: float) -> None:
-    """At 0.5x to 3x the calibrated speed: N sessions arriving one after another play gapless, and
-    no admitted listener in any burst hears a gap of 0.4 s (before windows were held to the other
-    listeners' buffers, 4 together at 2x heard 1.2 s: the over-admission the issue measured)."""
+def test_n_listeners_never_run_dry_however_they_arrive_and_no_gap_anywhere_reaches_the_old_collapse(
+    speed: float,
+) -> None:
+    """At 0.5x to 3x the calibrated speed: N sessions (70% of one session's audio rate) play
+    gapless together, at random and staggered, and no admitted listener in any burst hears a gap
+    of 0.4 s (before windows were held to the other listeners' buffers, 4 together at 2x heard
+    1.2 s: the over-admission the issue measured)."""
     worst = _worst_gaps(speed)
-    assert worst["N", "staggered"] == 0.0
+    assert all(worst["N", arrival] == 0.0 for arrival in ARRIVALS), worst
     assert max(worst.values()) < 0.4, worst
+
+
+def test_openings_held_for_a_start_up_buffer_end_the_gaps_of_listeners_started_together() -> None:
+    """N listeners started together, at every speed: with three openings on two lanes none covers
+    the windows after it, and some listener ran dry for up to 0.2 s after its first words; each
+    such opening now waits (at most ``start_buffer_s``) until it covers them, and none does. Its
+    price is first audio that much later for those listeners."""
+    unheld = replace(WindowPolicy(), opening=replace(WindowPolicy().opening, start_buffer_s=0.0))
+
+    def heard(speed: float, policy: WindowPolicy | None) -> BurstResult:
+        cost = COST.at(speed)
+        n, _ = load_levels(simulate_burst(cost, Burst(1)).played[0].audio_per_wall_s)
+        return simulate_burst(cost, Burst(n), policy=policy)
+
+    held = [heard(speed, None) for speed in SPEEDS]
+    before = [heard(speed, unheld) for speed in SPEEDS]
+    assert max(g for r in held for g in r.gaps_s()) == 0.0
+    assert max(g for r in before for g in r.gaps_s()) > 0.1
+    assert [len(r.played) for r in held] == [len(r.played) for r in before]
+    firsts = [(sorted(h.first_audio_s()), sorted(b.first_audio_s())) for h, b in zip(held, before, strict=True)]
+    later = [f - b for h, u in firsts for f, b in zip(h, u, strict=True)]
+    assert max(later) <= WindowPolicy().opening.start_buffer_s + 0.05
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="scattered gaps of 0.1-0.35 s remain in about a third of the sweep's cells: crowded openings "
-    "that do not cover their next window, and a late opening's next window waiting for windows sized "
-    "before it came (docs/design.md, 'The scheduler's simulator')",
+    reason="at 2N+4 sessions, gaps of 0.03-0.13 s remain in some cells at 2.5-3x: crowded openings held "
+    "as long as the start-up buffer allows still short of their next window, and admission letting in "
+    "more than the cores carry (docs/design.md, 'The scheduler's simulator')",
 )
 def test_no_admitted_listener_runs_dry_at_any_machine_speed() -> None:
     """The goal: every cell of the sweep gapless. Strict: when a policy gets there, this fails and

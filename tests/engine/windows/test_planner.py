@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from speakstream.engine.runtime.speed import Speed
 from speakstream.engine.windows import planner
+from speakstream.engine.windows.ends import split
 from speakstream.engine.windows.planner import (
     FRAME_S,
     Chunk,
@@ -22,10 +23,11 @@ from speakstream.engine.windows.planner import (
     WindowPlan,
     covers,
     frame_budget,
+    held_once_made,
     opening_frames,
     opening_size,
     plan_window,
-    split,
+    start_buffer,
     sustained,
     throughput,
     window_size,
@@ -86,7 +88,7 @@ def _windows(policy: WindowPolicy, start: int, end: int, **kwargs: object) -> li
 
 def test_the_planner_needs_neither_a_model_nor_onnx_runtime() -> None:
     """Imported in a fresh interpreter that cannot import onnxruntime, it plans a window; and it
-    imports nothing of the engine but the policy and the speed it reads."""
+    imports nothing of the engine but the policy, the speed it reads and where windows end."""
     code = (
         "import sys; sys.modules['onnxruntime'] = None\n"
         "from speakstream.engine.windows.planner import Chunk, Situation, plan_window\n"
@@ -103,6 +105,7 @@ def test_the_planner_needs_neither_a_model_nor_onnx_runtime() -> None:
     imported = {node.module for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)}
     assert {m for m in imported if m and m.startswith("speakstream")} == {
         "speakstream.engine.windows.policy",
+        "speakstream.engine.windows.ends",
         "speakstream.engine.runtime.speed",
         "speakstream.types",
     }
@@ -387,6 +390,54 @@ def test_an_opening_covers_the_windows_after_it_where_they_will_run() -> None:
     assert opening(crowded)[0] == policy.opening.crowded_frames
 
 
+def test_an_opening_no_size_covers_is_held_just_long_enough_to_cover() -> None:
+    """Where no opening covers the windows after it (three replies opening on two lanes), the
+    opening is held before it is sent: the least hold, in 10 ms steps, after which it covers them
+    (``covers`` with all of the buffer), at most ``start_buffer_s``; none where it covers already,
+    and none for an opening that is its chunk's last window (nothing comes after it)."""
+    policy = WindowPolicy()
+    speed = Speed(0.0103, 0.0103, 0.0103)
+    crowded = Situation(speed, Load(in_flight=2, replies=3, waiting_first=3, lanes=2, crowded=True))
+    frames = opening_frames(policy, crowded, 0.13, crowded=True)[0]
+    held = start_buffer(_policy(opening={"start_buffer_s": 5.0}), crowded, frames, 0.13, crowded=True)
+    assert 0.0 < held < 5.0 and round(held * 100) == pytest.approx(held * 100)
+
+    def plays_through(h: float) -> bool:
+        speed_s, turns, behind = planner._after_opening(crowded, crowded=True)
+        assert speed_s is not None
+        return covers(policy, frames, speed_s, turns, behind, silent_s=0.13, held_s=h, share=1.0)
+
+    assert plays_through(held) and not plays_through(held - 0.01)
+    assert start_buffer(policy, crowded, frames, 0.13, crowded=True) == min(held, policy.opening.start_buffer_s)
+    alone = Situation(speed, Load())
+    assert start_buffer(policy, alone, opening_frames(policy, alone, 0.13, crowded=False)[0], 0.13, crowded=False) == 0
+    assert start_buffer(_policy(opening={"start_buffer_s": 0.0}), crowded, frames, 0.13, crowded=True) == 0
+
+    def plan(stop: int) -> WindowPlan:
+        return plan_window(policy, Chunk(0, stop, stop, opens_reply=True, silent_s=0.13), 0, 0, 0, crowded)
+
+    assert plan(200).hold_s == start_buffer(policy, crowded, plan(200).frames, 0.13, crowded=True) > 0
+    assert "held" in plan(200).reason
+    assert plan(12).last and plan(12).hold_s == 0.0
+
+
+def test_an_opening_whose_next_window_waits_for_a_lane_covers_the_wait_too() -> None:
+    """A reply arriving while every lane runs a long window: its second window waits for one
+    (``Load.lane_wait_s``, less the opening's own time), so an opening that covers with a lane free
+    does not, and the longest is held for what it lacks."""
+    policy = WindowPolicy()
+    speed = Speed(0.003, 0.003, 0.003, measured_shared_s=0.0044)  # a fast stretch, beside others
+    free = Load(in_flight=1, replies=4, waiting_first=1, lanes=2)
+    frames, reason = opening_frames(policy, Situation(speed, free), 0.13, crowded=False)
+    assert frames < policy.opening.longest_frames and "covers" in reason
+    assert start_buffer(policy, Situation(speed, free), frames, 0.13, crowded=False) == 0.0
+    busy = Situation(speed, replace(free, lane_wait_s=0.7))
+    assert not covers(policy, frames, 0.0044, 2.0, silent_s=0.13, wait_s=0.7)
+    longest, why = opening_frames(policy, busy, 0.13, crowded=False)
+    assert longest == policy.opening.longest_frames and "no opening covers" in why
+    assert start_buffer(policy, busy, longest, 0.13, crowded=False) > 0.0
+
+
 def test_which_decoder_opens_a_reply() -> None:
     """The crowded decoder decodes a crowded opening only, where the engine has one and the policy
     asks for it; every other window is the main decoder's."""
@@ -590,3 +641,25 @@ def test_a_window_holds_a_lane_no_longer_than_another_listener_can_wait() -> Non
     )  # a fuller listener holds nothing back
     assert Load(others_buffered_s=1.0, taken_at=5.0).others_at(5.4) == pytest.approx(0.6)
     assert Load().others_at(5.0) is None
+
+
+def test_an_opening_planned_alone_is_held_once_made_when_a_reply_came_while_it_ran() -> None:
+    """Planned alone, an opening covers at the wide copy's speed; a reply that came while it ran
+    puts the windows after it on a narrow copy, so once made it is held for that
+    (``held_once_made``). Where nothing changed the hold planned stands, and a chunk's later
+    windows, or an opening that ends its chunk, are never held."""
+    policy = WindowPolicy()
+    speed = Speed(0.0076, 0.0076, 0.0076, measured_shared_s=0.0117)  # a slow stretch, 2 cores
+    chunk = Chunk(0, 200, 200, opens_reply=True, silent_s=0.13)
+    alone = Situation(speed, Load(in_flight=1, replies=1, waiting_first=1, lanes=2))
+    plan = plan_window(policy, chunk, 0, 0, 0, alone)
+    assert plan.hold_s == 0.0 and held_once_made(policy, chunk, plan, 1, alone) == 0.0
+    joined = Situation(speed, Load(in_flight=2, replies=2, waiting_first=2, lanes=2))
+    held = held_once_made(policy, chunk, plan, 1, joined)
+    assert 0.0 < held <= policy.opening.start_buffer_s
+    assert held == start_buffer(policy, joined, plan.frames, 0.13, crowded=False)
+    assert held_once_made(policy, chunk, replace(plan, hold_s=0.5), 1, joined) == 0.5
+    assert held_once_made(policy, replace(chunk, opens_reply=False), plan, 1, joined) == 0.0
+    assert held_once_made(policy, chunk, plan, 2, joined) == 0.0
+    short = Chunk(0, 12, 12, opens_reply=True, silent_s=0.13)
+    assert held_once_made(policy, short, plan_window(policy, short, 0, 0, 0, alone), 1, joined) == 0.0

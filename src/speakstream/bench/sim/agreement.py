@@ -14,6 +14,7 @@ from speakstream.bench.sim.cost import CostModel
 from speakstream.bench.sim.sweep import load_levels
 from speakstream.config import ServerConfig
 from speakstream.engine.kokoro import KokoroEngine
+from speakstream.engine.windows.policy import WindowPolicy
 
 BURSTS = (
     Burst(1),
@@ -67,8 +68,19 @@ PAIR_HEADERS = ("burst", "admitted sim / real", "worst gap ms", "p95 first audio
 
 def old_windows(engine: KokoroEngine) -> KokoroEngine:
     """The engine configured with the windows before the simulator's sweep: none held to another
-    listener's buffer (the first-window rule before it is ``Priority.beside`` false)."""
-    return engine.configured(replace(engine.policy, budget=replace(engine.policy.budget, others_share=float("inf"))))
+    listener's buffer, no opening held (the first-window rule before it is ``Priority.beside`` false)."""
+    policy = unheld(engine.policy)
+    return engine.configured(replace(policy, budget=replace(policy.budget, others_share=float("inf"))))
+
+
+def unheld(policy: WindowPolicy) -> WindowPolicy:
+    """``policy`` with no start-up buffer: every opening sent as soon as it is made."""
+    return replace(policy, opening=replace(policy.opening, start_buffer_s=0.0))
+
+
+ARMS = ("new", "unheld", "old")
+"""The policies ``levels`` compares: the defaults, the defaults with no opening held, and the
+windows and first-window rule before the simulator's sweep."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,20 +108,22 @@ class Level:
 LEVEL_HEADERS = ("level", "policy", "admitted", "refused", "gapped", "worst gap ms", "p95 first audio / one")
 
 
-def levels(engine: KokoroEngine, rounds: int = 2, config: ServerConfig | None = None) -> list[Level]:
-    """The issue's levels on the real engine, new and old policy in turn: one session (to read N
-    and the first-audio baseline), N together, N at random over a second, 2N+4 together."""
+def levels(
+    engine: KokoroEngine, rounds: int = 2, config: ServerConfig | None = None, arms: Sequence[str] = ("new", "old")
+) -> list[Level]:
+    """The issue's levels on the real engine, each of ``arms`` (``ARMS``) in turn: one session (to
+    read N and the first-audio baseline), N together, N at random over a second, 2N+4 together."""
     config = config or ServerConfig()
     out: list[Level] = []
     for _ in range(rounds):
-        for policy in ("new", "old"):
+        for policy in arms:
             out.extend(_levels_once(engine, policy, config))
     return out
 
 
 def _levels_once(engine: KokoroEngine, policy: str, config: ServerConfig) -> list[Level]:
-    beside = policy == "new"
-    engine = engine if beside else old_windows(engine)
+    beside = policy != "old"
+    engine = {"new": engine, "unheld": engine.configured(unheld(engine.policy))}.get(policy) or old_windows(engine)
     ones = [asyncio.run(run_burst(engine, Burst(1), config, beside=beside)) for _ in range(3)]
     one_s = statistics.median(r.first_audio_s()[0] for r in ones)
     n, crowd = load_levels(statistics.median(r.played[0].audio_per_wall_s for r in ones))

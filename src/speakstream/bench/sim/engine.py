@@ -20,7 +20,15 @@ from speakstream.engine.cancel import CancelToken
 from speakstream.engine.fake import FakeEngine
 from speakstream.engine.runtime.speed import SpeedEstimator
 from speakstream.engine.windows.edges import EdgePolicy
-from speakstream.engine.windows.planner import FRAME_SAMPLES, Chunk, Situation, WindowPlan, plan_window, throughput
+from speakstream.engine.windows.planner import (
+    FRAME_SAMPLES,
+    Chunk,
+    Situation,
+    WindowPlan,
+    held_once_made,
+    plan_window,
+    throughput,
+)
 from speakstream.engine.windows.policy import WindowPolicy
 from speakstream.types import SAMPLE_RATE, AudioPiece, Load, SynthesisTimings
 
@@ -109,6 +117,12 @@ class SimStream:
         await self.engine.cpu.run(work)
         self._front_s, self.prepared = time.perf_counter() - begun, True
 
+    def held_s(self, load: Load) -> float:
+        """``planner.held_once_made`` for the piece made last."""
+        if not self.plans:
+            return 0.0
+        return held_once_made(self.engine.policy, self.chunk, self.plans[-1], len(self.plans), self._situation(load))
+
     async def _window(self, load: Load) -> AudioPiece | None:
         if self._start >= self.chunk.stop:
             return None
@@ -128,6 +142,7 @@ class SimStream:
             (self.chunk.stop - self.chunk.first) * FRAME_SAMPLES / SAMPLE_RATE,
             last=plan.last,
             timings=SynthesisTimings(self._front_s if first else 0.0, time.perf_counter() - begun),
+            hold_s=plan.hold_s,
         )
         self._position += len(samples)
         return piece

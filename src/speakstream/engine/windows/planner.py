@@ -12,10 +12,10 @@ or reads a clock: the runner executes the plan, and tests drive this with plain 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from speakstream.engine.runtime.speed import Speed
+from speakstream.engine.windows.ends import cut, snap, snap_opening, split
 from speakstream.engine.windows.policy import WindowPolicy
 from speakstream.types import SAMPLE_RATE, Load
 
@@ -98,6 +98,8 @@ class WindowPlan:
     decoder: str = "main"
     """``main``, or ``crowded`` (the engine's crowded decoder)."""
     reason: str = ""
+    hold_s: float = 0.0
+    """How long the opening's audio is held before it is sent (``start_buffer``)."""
 
     @property
     def frames(self) -> int:
@@ -114,6 +116,7 @@ def plan_window(
     paired = bool(policy.split.frames) and pair_ready(now)
     longest = policy.budget.most_frames * (2 if paired else 1)
     first, opened = opening_frames(policy, now, chunk.silent_s, crowded=crowded) if index == 0 else (0, "")
+    hold = start_buffer(policy, now, first, chunk.silent_s, crowded=crowded) if waiting else 0.0
     size = window_size(policy, index, previous, opening=chunk.opens_reply, budget=budget, first=first, longest=longest)
     cut_end = end = cut(policy, start, size, chunk.stop)
     if end < chunk.stop:
@@ -127,7 +130,10 @@ def plan_window(
     decodes = tuple(_decode(policy, chunk, a, b, opens=index == 0 and a == start, waiting=waiting) for a, b in halves)
     on_crowded = crowded and len(decodes) == 1 and policy.opening.crowded_decoder and now.crowded_decoder
     reason = (opened if waiting else why) + (f"; end moved to a word gap from {cut_end}" if end != cut_end else "")
-    return WindowPlan(start, end, decodes, end == chunk.stop, size, "crowded" if on_crowded else "main", reason)
+    hold = 0.0 if end == chunk.stop else hold
+    reason += f"; held {1000 * hold:.0f} ms" if hold else ""
+    decoder = "crowded" if on_crowded else "main"
+    return WindowPlan(start, end, decodes, end == chunk.stop, size, decoder, reason, hold)
 
 
 def pair_ready(now: Situation) -> bool:
@@ -242,17 +248,15 @@ def opening_frames(policy: WindowPolicy, now: Situation, silent_s: float, *, cro
     which comes closest: a short one is followed by windows that each cost about as much as they
     play, a gap after each; crowded, the shortest (everyone waiting waits for each other's
     openings)."""
-    speed = now.speed.shared_s if not now.alone or now.load.replies > 1 else now.speed.opening_s
+    speed, turns, behind = _after_opening(now, crowded=crowded)
     least = min(policy.opening.crowded_frames, policy.opening.least_frames) if crowded else policy.opening.least_frames
     what = "crowded opening" if crowded else "opening"
     if not speed:
         return least, f"{what} of {least} frames (speed not measured yet)"
-    turns = cycle(now)
-    behind = math.ceil(max(0, now.load.waiting_first - now.load.lanes) / max(1, now.load.lanes)) if crowded else 0
     fits = (
         n
         for n in range(least, policy.opening.longest_frames + 1)
-        if covers(policy, n, speed, turns, behind, silent_s=silent_s)
+        if covers(policy, n, speed, turns, behind, silent_s=silent_s, wait_s=now.load.lane_wait_s)
     )
     frames = next(fits, None)
     where = f"{1000 * speed:.1f} ms a frame, {turns:.1f} replies a lane" + (
@@ -262,6 +266,43 @@ def opening_frames(policy: WindowPolicy, now: Situation, silent_s: float, *, cro
         return frames, f"{what} of {frames} frames: covers the next windows at {where}"
     frames = least if crowded else policy.opening.longest_frames
     return frames, f"{what} of {frames} frames: no opening covers at {where}"
+
+
+def _after_opening(now: Situation, *, crowded: bool) -> tuple[float | None, float, int]:
+    """What the windows after an opening meet: the decoder's seconds a frame where they run, the
+    replies taking turns per lane, and the rounds of openings queued before them."""
+    speed = now.speed.shared_s if not now.alone or now.load.replies > 1 else now.speed.opening_s
+    behind = math.ceil(max(0, now.load.waiting_first - now.load.lanes) / max(1, now.load.lanes)) if crowded else 0
+    return speed, cycle(now), behind
+
+
+def start_buffer(policy: WindowPolicy, now: Situation, frames: int, silent_s: float, *, crowded: bool) -> float:
+    """Seconds to hold an opening of ``frames`` before it is sent so that its audio just covers
+    the windows after it (``covers`` with all of it: the share left is for the opening's size), in
+    steps of 10 ms up to ``start_buffer_s``; 0 when it covers already, the most when nothing within
+    it does (a shorter gap after the first words all the same). The scheduler sends it sooner when
+    the next piece comes first."""
+    speed, turns, behind = _after_opening(now, crowded=crowded)
+    most = policy.opening.start_buffer_s
+    if not speed or most <= 0:
+        return 0.0
+    held = (i / 100 for i in range(round(100 * most) + 1))
+    wait = now.load.lane_wait_s
+    fits = (
+        h
+        for h in held
+        if covers(policy, frames, speed, turns, behind, silent_s=silent_s, held_s=h, wait_s=wait, share=1.0)
+    )
+    return next(fits, most)
+
+
+def held_once_made(policy: WindowPolicy, chunk: Chunk, plan: WindowPlan, made: int, now: Situation) -> float:
+    """How long to hold the piece of ``plan``, the ``made``-th of ``chunk``, weighed again for
+    ``now`` once it is made: a reply that came while an opening ran slows the windows after it,
+    so its start-up buffer is the larger of the one planned and one planned now."""
+    if plan.last or made != 1 or not chunk.opens_reply:
+        return plan.hold_s
+    return max(plan.hold_s, start_buffer(policy, now, plan.frames, chunk.silent_s, crowded=now.load.crowded))
 
 
 def opening_size(policy: WindowPolicy, frame_s: float | None, *, shared: bool = False, silent_s: float = 0.0) -> int:
@@ -281,16 +322,22 @@ def covers(
     windows: int = COVER_WINDOWS,
     *,
     silent_s: float = 0.0,
+    held_s: float = 0.0,
+    wait_s: float = 0.0,
+    share: float | None = None,
 ) -> bool:
     """Whether a reply opened by ``opening`` frames (``silent_s`` of them cut as silence) plays
     without a gap through its next ``windows`` windows on a decoder taking ``frame_s`` a decoded
     frame, each window sized from the buffer as ``window_size`` sizes it and done within
-    ``cover_share`` of it. ``turns``: replies taking turns per lane, whose windows run between this
+    ``cover_share`` of it (or ``share``); ``held_s``: the opening held that long before it is sent
+    (``start_buffer``); ``wait_s``: how long, from the opening's start, its second window waits for
+    a lane (``Load.lane_wait_s``). ``turns``: replies taking turns per lane, whose windows run between this
     reply's; ``behind``: rounds of other openings that run before its second window (which then
     runs first of the second windows). Each window has its seams inside words (the most context)."""
     context = 2 * policy.seams.context_frames
     opening_context = policy.seams.lead_context_frames + (policy.opening.context_after_frames or 0)
-    buffered, previous = opening * FRAME_S - silent_s, opening
+    buffered, previous = opening * FRAME_S - silent_s + held_s, opening
+    lane_s = max(0.0, wait_s - (opening + opening_context) * frame_s)  # past the opening's own time
     for index in range(1, windows + 1):
         frames = window_size(policy, index, previous, opening=True, budget=buffered / (frame_s * turns))
         own = (frames + context) * frame_s
@@ -300,47 +347,12 @@ def covers(
             due = behind * (opening + opening_context) * frame_s + own
         else:
             due = own * turns
-        if due > buffered * policy.opening.cover_share:
+        if index == 1:
+            due += lane_s
+        if due > buffered * (policy.opening.cover_share if share is None else share):
             return False
         buffered, previous = buffered - due + frames * FRAME_S, frames
     return True
-
-
-def cut(policy: WindowPolicy, start: int, size: int, end: int) -> int:
-    """Where a window of ``size`` from ``start`` ends: never leaving a sliver before ``end``."""
-    stop = min(end, start + size)
-    return end if end - stop < policy.shortest else stop
-
-
-def snap(policy: WindowPolicy, start: int, stop: int, end: int, boundaries: Sequence[int]) -> int:
-    """``stop`` moved to a word gap: the last within ``back_frames`` before it, else the first within
-    ``ahead_frames`` after it, leaving the window and the rest at least ``shortest`` long (a seam
-    between words is inaudible; one inside a word can break it)."""
-    shortest, seams = policy.shortest, policy.seams
-    fits = [b for b in boundaries if b - start >= shortest and end - b >= shortest]
-    before = [b for b in fits if stop - seams.back_frames <= b <= stop]
-    after = [b for b in fits if stop < b <= stop + seams.ahead_frames]
-    return before[-1] if before else after[0] if after else stop
-
-
-def snap_opening(policy: WindowPolicy, stop: int, end: int, boundaries: Sequence[int], reach: int) -> int:
-    """The opening's end ``stop`` moved forward to the first word gap within ``reach``. Never back:
-    the opening's audio is what covers the next window's compute."""
-    fits = [b for b in boundaries if stop <= b <= stop + reach and end - b >= policy.shortest]
-    return fits[0] if fits else stop
-
-
-def split(policy: WindowPolicy, start: int, end: int, boundaries: Sequence[int]) -> tuple[tuple[int, int], ...]:
-    """Window ``[start, end)`` as two halves (a window of ``split.frames`` or more), their seam at the
-    word gap nearest the middle within ``split.reach_frames``, else at the middle; else itself."""
-    shortest = policy.shortest
-    if not policy.split.frames or end - start < max(policy.split.frames, 2 * shortest):
-        return ((start, end),)
-    middle = (start + end) // 2
-    reach = policy.split.reach_frames
-    near = [b for b in boundaries if abs(b - middle) <= reach and start + shortest <= b <= end - shortest]
-    seam = min(near, key=lambda b: abs(b - middle)) if near else middle
-    return (start, seam), (seam, end)
 
 
 def _decode(policy: WindowPolicy, chunk: Chunk, a: int, b: int, *, opens: bool, waiting: bool) -> Decode:

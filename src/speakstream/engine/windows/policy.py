@@ -31,6 +31,9 @@ class OpeningPolicy:
     """Context decoded after the opening window (None: its seam's, as for any window)."""
     crowded_decoder: bool = True
     """Decode a crowded opening on the engine's crowded decoder, where it has one."""
+    start_buffer_s: float = 0.2
+    """The most an opening's audio may be held before it is sent, when no opening covers the
+    windows after it: first audio that much later, instead of a gap after the first words."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

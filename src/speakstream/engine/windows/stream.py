@@ -20,7 +20,7 @@ from speakstream.engine.phonemes.phonemizer import Phonemized
 from speakstream.engine.runtime.speed import Speed
 from speakstream.engine.windows.edges import EdgePolicy, trim_onset
 from speakstream.engine.windows.front import WINDOW_PAUSE_S, Utterance, timeline, word_boundaries
-from speakstream.engine.windows.planner import Chunk, Situation, WindowPlan, plan_window
+from speakstream.engine.windows.planner import Chunk, Situation, WindowPlan, held_once_made, plan_window
 from speakstream.engine.windows.policy import WindowPolicy
 from speakstream.engine.windows.runner import Runner
 from speakstream.types import SAMPLE_RATE, Attribute, AudioPiece, Load, Step, SynthesisTimings, WordTimestamp
@@ -67,6 +67,10 @@ class UtteranceWindows:
         samples = self.runner.run(self.utterance, plan, self._stitch, cancel, alone=now.alone, shared=load.sharing)
         self.index, self.start, self.previous = self.index + 1, plan.end, plan.planned
         return samples, plan
+
+    def held_s(self, plan: WindowPlan, load: Load) -> float:
+        """``planner.held_once_made`` for the window ``plan`` this made last."""
+        return held_once_made(self.policy, self.chunk, plan, self.index, self.situation(load))
 
     def situation(self, load: Load, speed: Speed | None = None) -> Situation:
         """What the planner reads now: the measured speed (or ``speed``), ``load``, the engine's cores."""
@@ -115,10 +119,16 @@ class ChunkStream:
         self._words: tuple[WordTimestamp, ...] = ()
         self._steps: list[Step] = []
         """The stages since the last piece, for its ``steps``."""
+        self._last: tuple[UtteranceWindows, WindowPlan] | None = None
+        """The windows that made the piece made last, and its plan."""
 
     @property
     def prepared(self) -> bool:
         return self._clock is not None
+
+    def held_s(self, load: Load) -> float:
+        """How long to hold the piece made last (an opening's start-up buffer), for ``load`` now."""
+        return 0.0 if self._last is None else self._last[0].held_s(self._last[1], load)
 
     def prepare(self, load: Load) -> None:
         """Phonemes, then the front of each phoneme window (on a narrow copy when ``load`` shares)."""
@@ -159,8 +169,9 @@ class ChunkStream:
         begun = time.perf_counter()
         samples, plan = windows.next(load, self.cancel, speed=speed)
         self.plans.append(plan)
+        self._last = windows, plan
         self._steps.append(Step("window", begun, time.perf_counter(), window_attributes(plan)))
-        piece = self._piece(samples, self._at, plan.last, clock)
+        piece = replace(self._piece(samples, self._at, plan.last, clock), hold_s=plan.hold_s)
         if windows.done:
             self._at += 1
             self._windows = self._begin(self._at)
