@@ -126,7 +126,8 @@ class AudioPiece:
     steps: tuple[Step, ...] = ()
     """The stages that made it, in order (the first piece's include the chunk's phonemes and fronts)."""
     hold_s: float = 0.0
-    """How long the server holds this piece before sending it (an opening's start-up buffer)."""
+    """How long the server holds this piece before sending it (an opening's start-up buffer: the
+    scheduler sets it from ``Stream.held_s`` once the piece is made)."""
 
     @property
     def duration_s(self) -> float:

@@ -100,8 +100,7 @@ class StepStream:
         engine.in_flight.append(load.in_flight)
         engine.replying.append(load.replies)
         self.made += 1
-        last, hold_s = i == engine.windows - 1, engine.hold_s if i == 0 else 0.0
-        return AudioPiece(np.zeros(240, np.float32), i, i * 0.01, engine.windows * 0.01, (), last, hold_s=hold_s)
+        return AudioPiece(np.zeros(240, np.float32), i, i * 0.01, engine.windows * 0.01, (), i == engine.windows - 1)
 
     def held_s(self, load: Load) -> float:
         return self.engine.hold_s if self.made == 1 and self.engine.windows > 1 else 0.0

@@ -91,20 +91,21 @@ def test_a_second_window_waits_for_the_first_lane_to_end_its_later_window() -> N
     """While every lane runs a later window, the wait for one is the least time left of them (a
     window paused for an opening: the opening's time, then its whole time again); with a lane free
     or running a first window, none."""
-    priority = Priority()
+    priority = Priority(lanes=3)
     priority.first_window_s = 0.3
     long, short = _job("a", 1, made=1), _job("b", 1, made=1)
     priority.busy.update({long, short})
-    assert priority.lane_wait_s(lanes=3) == 0.0
+    assert priority.lane_wait_s() == 0.0
+    priority.lanes = 2
     with long.token.interruptible(lambda: None, expected_s=2.0), short.token.interruptible(lambda: None, 0.8):
-        assert 0.7 < priority.lane_wait_s(lanes=2) <= 0.8
+        assert 0.7 < priority.lane_wait_s() <= 0.8
         priority.pause_for_urgent()  # both far from their listeners' dry: both paused
         assert priority.paused == {long, short}
-    assert priority.lane_wait_s(lanes=2) == pytest.approx(0.3 + 0.8)
+    assert priority.lane_wait_s() == pytest.approx(0.3 + 0.8)
     priority.resume_paused()
-    assert priority.lane_wait_s(lanes=2) == 0.0  # between inferences: not known
+    assert priority.lane_wait_s() == 0.0  # between inferences: not known
     priority.busy = {long, _job("c")}
-    assert priority.lane_wait_s(lanes=2) == 0.0  # a first window's lane frees soon
+    assert priority.lane_wait_s() == 0.0  # a first window's lane frees soon
 
 
 def test_a_first_window_goes_first_and_waits_rather_than_share_the_cores_with_a_later_one() -> None:

@@ -113,7 +113,7 @@ class Scheduler:
             playing=clock is not None and clock.playing,
             taken_at=self._clock(),
             others_buffered_s=least_buffered(self.turns.jobs(), besides=clock),
-            lane_wait_s=self.priority.lane_wait_s(self.lanes),
+            lane_wait_s=self.priority.lane_wait_s(),
         )
 
     async def start(self) -> None:
@@ -255,7 +255,7 @@ class Scheduler:
 
     def _finish(self, job: Job, piece: AudioPiece | None, error: BaseException | None) -> None:
         heard = not job.ended and not job.token.cancelled and error is None and piece is not None
-        if heard and piece is not None and job.made == 0 and job.cached is None and job.synthesis is not None:
+        if heard and piece is not None and job.first_window and job.cached is None and job.synthesis is not None:
             piece = replace(piece, hold_s=job.synthesis.held_s(self.load(job, planning=False)))
         if heard and piece is not None and job.clock is not None:
             job.gap_s = job.clock.add(piece.duration_s, job.enqueued_at, hold_s=piece.hold_s)

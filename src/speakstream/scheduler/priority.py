@@ -170,11 +170,11 @@ class Priority:
         self.paused.clear()
         self._rerun_s.clear()
 
-    def lane_wait_s(self, lanes: int) -> float:
-        """Seconds until a lane running a later window is expected to be free, when all ``lanes``
-        run one (0: a lane is free, or a window's time is not known)."""
+    def lane_wait_s(self) -> float:
+        """Seconds until a lane running a later window is expected to be free, when every lane
+        runs one (0: a lane is free, or a window's time is not known)."""
         later = [job for job in self.busy if not job.first_window]
-        if len(later) < lanes:
+        if len(later) < self.lanes:
             return 0.0
         return min(
             self._rerun_s.get(job, 0.0) + self.first_window_s if job in self.paused else _remaining_s(job)

@@ -123,7 +123,10 @@ def levels(
 
 def _levels_once(engine: KokoroEngine, policy: str, config: ServerConfig) -> list[Level]:
     beside = policy != "old"
-    engine = {"new": engine, "unheld": engine.configured(unheld(engine.policy))}.get(policy) or old_windows(engine)
+    if policy == "unheld":
+        engine = engine.configured(unheld(engine.policy))
+    elif policy == "old":
+        engine = old_windows(engine)
     ones = [asyncio.run(run_burst(engine, Burst(1), config, beside=beside)) for _ in range(3)]
     one_s = statistics.median(r.first_audio_s()[0] for r in ones)
     n, crowd = load_levels(statistics.median(r.played[0].audio_per_wall_s for r in ones))

@@ -142,7 +142,6 @@ class SimStream:
             (self.chunk.stop - self.chunk.first) * FRAME_SAMPLES / SAMPLE_RATE,
             last=plan.last,
             timings=SynthesisTimings(self._front_s if first else 0.0, time.perf_counter() - begun),
-            hold_s=plan.hold_s,
         )
         self._position += len(samples)
         return piece

@@ -171,7 +171,7 @@ class ChunkStream:
         self.plans.append(plan)
         self._last = windows, plan
         self._steps.append(Step("window", begun, time.perf_counter(), window_attributes(plan)))
-        piece = replace(self._piece(samples, self._at, plan.last, clock), hold_s=plan.hold_s)
+        piece = self._piece(samples, self._at, plan.last, clock)
         if windows.done:
             self._at += 1
             self._windows = self._begin(self._at)
