@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 OUT    ?= demo-out
 
-.PHONY: demo test test-fast test-full test-repeat test-ray test-image test-release image bench-ray fuzz lint typecheck assets bench clean
+.PHONY: demo test test-fast test-full test-repeat test-ray test-image test-release image bench-ray fuzz lint typecheck assets bench gpu-pack clean
 FAST   := not model and not asr and not llm and not browser and not slow and not full
 
 $(BIN)/python:
@@ -94,6 +94,11 @@ test-image: image $(VENV)/.dev
 bench: $(VENV)/.dev
 	$(BIN)/speakstream assets fetch
 	$(BIN)/speakstream bench --out bench-out
+
+# The GPU check (issue 64) in parts a GPU host takes one command at a time; prints the commands.
+gpu-pack: $(VENV)/.dev
+	$(BIN)/speakstream assets fetch
+	$(BIN)/python scripts/gpu_pack.py --out gpu-pack
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -133,6 +133,9 @@ class ServerConfig:
     spin_threads: bool = False
     share_weights: bool = True
     """Every engine session reads one set of weights and one activation arena (``EngineConfig``)."""
+    batch: int = 0
+    """The most windows of different sessions decoded in one run (0: one a run; ``EngineConfig.batch``):
+    for a GPU; on a CPU it loses."""
     policy: ChunkPolicy = field(default_factory=ChunkPolicy)
 
     def __post_init__(self) -> None:
@@ -182,6 +185,7 @@ class ServerConfig:
             lanes=self.lanes,
             spin_threads=self.spin_threads,
             share_weights=self.share_weights,
+            batch=self.batch,
             weights_cache=self.data_dir / "optimized" if self.data_dir else None,
             languages=self.languages,
         )

@@ -46,6 +46,11 @@ def register(commands: Any) -> None:
         choices=("auto", "int8", "same"),
         help="the decoder of openings while more replies wait than the lanes (default auto: int8 beside mixed)",
     )
+    parser.add_argument(
+        "--batch",
+        type=int,
+        help="the most windows of different sessions decoded in one run (default 0: one; for a GPU)",
+    )
     parser.add_argument("--fake-engine", action="store_true", default=None, help="tone generator instead of Kokoro")
     parser.add_argument("--no-first-chunk-priority", dest="first_chunk_priority", action="store_false", default=None)
     parser.add_argument(
@@ -90,6 +95,7 @@ def serve_command(args: argparse.Namespace) -> int:
         graph=args.graph,
         decoder=args.decoder,
         crowded_decoder=args.crowded_decoder,
+        batch=args.batch,
         fake_engine=args.fake_engine,
         first_chunk_priority=args.first_chunk_priority,
         preempt=args.preempt,

@@ -41,6 +41,12 @@ class EngineConfig:
     """Inferences that may run at once, the engine's lanes (0: 2 on a CPU with 2 cores or more,
     else 1). Above 1 on a CPU, each part of the model is also loaded as that many narrow copies
     (an equal share of the cores each) for inferences that start beside another."""
+    batch: int = 0
+    """The most windows of different sessions decoded in one run (0 or 1: one a run). Above 1 the
+    decoder is the float ``batched`` one (made on demand), windows grow to a few lengths so that
+    they share one, and the engine has this many lanes unless ``lanes`` says otherwise; the
+    weights are not shared. Off by default: on a CPU it buys nothing (``docs/design.md``); a GPU
+    is what it is for."""
     share_weights: bool = True
     """On a CPU, every session reads one set of weights from one memory map, optimised once for
     this machine, and one activation arena that shrinks after each run (``model.weights``): a
@@ -107,6 +113,8 @@ def engine_lanes(config: EngineConfig, providers: list[str]) -> int:
     core), else one (a GPU, or a whole graph, which has no narrow copies)."""
     if config.lanes:
         return config.lanes
+    if config.batch > 1:
+        return config.batch
     on_cpu = providers[0] == "CPUExecutionProvider" and config.graph == "fast"
     return 2 if on_cpu and cores(config) >= 2 else 1
 

@@ -38,6 +38,7 @@ from speakstream.engine.model.weights import Placement
 from speakstream.engine.phonemes.languages import Language, parse_language
 from speakstream.engine.phonemes.normalize import normalize
 from speakstream.engine.phonemes.phonemizer import Phonemized, Phonemizer, Word, vocab, windows
+from speakstream.engine.runtime.batcher import Batcher
 from speakstream.engine.runtime.cores import run as run_graph
 from speakstream.engine.runtime.graphs import UNSHARED, SplitModel
 from speakstream.engine.runtime.speed import CPU_GUESS_S, GPU_GUESS_S, SpeedEstimator
@@ -84,7 +85,13 @@ class KokoroEngine(VoiceBankEngine):
         """Runs the ``fast`` graph's windows (None: a whole graph)."""
         self.decoder: str | None = None
         """The decoder part in use (``EngineConfig.decoder`` resolved), None for a whole graph."""
-        if self.config.graph == "fast":
+        if self.config.graph == "fast" and self.config.batch > 1:
+            self.decoder = "batched"
+            split = self._batched_model(options, providers)
+            speed = SpeedEstimator(CPU_GUESS_S if split.on_cpu else GPU_GUESS_S)
+            self.runner = Runner(split, speed, Batcher(partial(_decode, split), self.config.batch))
+            self.providers = split.providers
+        elif self.config.graph == "fast":
             self.decoder = pick_decoder(self.config.decoder, providers)
             split = SplitModel.load(
                 self.assets,
@@ -107,6 +114,16 @@ class KokoroEngine(VoiceBankEngine):
             self.providers = self.session.get_providers()
             self._has_durations = len(self.session.get_outputs()) > 1
         self.device = "cuda" if "CUDAExecutionProvider" in self.providers else "cpu"
+
+    def _batched_model(self, options: Callable[[], Any], providers: list[str]) -> SplitModel:
+        """The front and the ``batched`` decoder (made now if missing), one copy each: the batch, not
+        narrow copies, is what runs many windows at once."""
+        from speakstream.engine.model.batch import batched_decoder
+
+        batched_decoder(self.assets)
+        split = SplitModel.load(self.assets, options, providers, decoder="batched", share_weights=False)
+        self.weights = split.placement.source
+        return split
 
     def _narrow(self, providers: list[str]) -> tuple[Callable[[], Any], int] | None:
         """Options for a narrow copy (an equal share of the cores each: one thread on 2 cores),
@@ -288,6 +305,12 @@ class KokoroEngine(VoiceBankEngine):
         if not self._has_durations:
             return samples, []
         return samples, word_times(part, np.asarray(outputs[1]).ravel(), head, len(samples))
+
+
+def _decode(model: SplitModel, feed: dict[str, Any]) -> NDArray[np.float32]:
+    """A batch of windows on ``model``'s decoder: [batch, samples]."""
+    (audio,), _ = run_graph(model.decoder, ["audio"], feed, None)
+    return np.asarray(audio, dtype=np.float32)
 
 
 def _log_placement(placement: Placement) -> None:

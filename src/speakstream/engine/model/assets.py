@@ -78,8 +78,9 @@ class Assets:
 
     def decoder(self, precision: str = "mixed") -> Path:
         """The decoder part: ``mixed`` (partly int8, ``quantize``; default), ``float``, or ``int8``
-        (every convolution of the generator int8: for crowded openings, ``EngineConfig.crowded_decoder``)."""
-        if precision not in DECODERS:
+        (every convolution of the generator int8: for crowded openings, ``EngineConfig.crowded_decoder``),
+        or ``batched`` (float, many windows a run: made on demand, ``batch.batched_decoder``)."""
+        if precision not in (*DECODERS, "batched"):
             raise AssetError(
                 f"unknown decoder {precision!r}; choose one of {', '.join(DECODERS)}", code="invalid_config"
             )

@@ -156,7 +156,8 @@ def float_convolutions(model: onnx.ModelProto, prefix: str = GENERATOR) -> onnx.
         replace[id(chain[-1])] = nodes
         dead.update(id(n) for n in chain[:-1])
         added.extend(inits)
-    added.append(numpy_helper.from_array(np.array([2], dtype=np.int64), "speakstream_axis2"))
+    if "speakstream_axis2" not in g.inits:  # a second pass (``batch``) finds it there
+        added.append(numpy_helper.from_array(np.array([2], dtype=np.int64), "speakstream_axis2"))
     g.rebuild(replace, dead, added)
     prune(model)
     return model

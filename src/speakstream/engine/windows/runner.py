@@ -1,10 +1,13 @@
 """Runs what the planner decided on the model's copies, and nothing else: the front of a phoneme
 window, and a window plan (one decode, or two halves at once) with the sine phase carried into it,
-stitched onto the windows before it. It reports each window's time to the speed estimator.
+stitched onto the windows before it. It reports each window's time to the speed estimator. With a
+``Batcher``, each window is grown to one of a few lengths (``ends.sized``) and decoded in a batch
+with other sessions' windows of that length.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -14,9 +17,11 @@ from speakstream.engine.cancel import CancelToken
 from speakstream.engine.model.feeds import decoder_feed, front_feed
 from speakstream.engine.phonemes.phonemizer import Phonemized
 from speakstream.engine.runtime import cores
+from speakstream.engine.runtime.batcher import Batcher
 from speakstream.engine.runtime.graphs import SplitModel
 from speakstream.engine.runtime.speed import SpeedEstimator
 from speakstream.engine.windows.edges import EdgePolicy
+from speakstream.engine.windows.ends import sized
 from speakstream.engine.windows.front import Utterance, utterance
 from speakstream.engine.windows.planner import FRAME_SAMPLES, Decode, WindowPlan
 from speakstream.engine.windows.stitch import Stitcher, sine_phase
@@ -26,8 +31,8 @@ from speakstream.types import SAMPLE_RATE
 class Runner:
     """Executes fronts and window plans on a ``SplitModel``."""
 
-    def __init__(self, model: SplitModel, speed: SpeedEstimator) -> None:
-        self.model, self.speed = model, speed
+    def __init__(self, model: SplitModel, speed: SpeedEstimator, batcher: Batcher | None = None) -> None:
+        self.model, self.speed, self.batcher = model, speed, batcher
         self.paired_windows = 0
         """Windows whose two halves were decoded at once, counted."""
 
@@ -68,7 +73,10 @@ class Runner:
         ``shared``: the scheduler runs other windows beside it. The utterance's last window gives
         the activation memory back when it ends (``weights.shrink_after``)."""
         audios: tuple[NDArray[np.float32], ...]
-        if len(plan.decodes) == 2:
+        if self.batcher is not None:
+            plan = replace(plan, decodes=tuple(self._sized(u, run) for run in plan.decodes))
+            audios = tuple(self._batched(u, run, cancel) for run in plan.decodes)
+        elif len(plan.decodes) == 2:
             audios = self._pair(u, plan.decodes, cancel, shared=shared, shrink=plan.last)
         else:
             run, last = plan.decodes[0], plan.last
@@ -102,6 +110,21 @@ class Runner:
             still = alone and self.model.cores.running == 0 and not shared
             self.speed.measured(seconds, run.frames, alone=alone, still_alone=still)
         return np.asarray(audio, dtype=np.float32).ravel()
+
+    @staticmethod
+    def _sized(u: Utterance, run: Decode) -> Decode:
+        """``run`` grown to a batch length (``ends.sized``), keeping what it keeps."""
+        start, end = sized(run.start, run.end, u.frames)
+        return replace(run, start=start, end=end)
+
+    def _batched(self, u: Utterance, run: Decode, cancel: CancelToken | None) -> NDArray[np.float32]:
+        """``run`` decoded in a batch with other sessions' windows of its length; measured when it
+        ran alone (a batch's time is not one window's)."""
+        assert self.batcher is not None
+        audio, seconds, batch = self.batcher.decode(self.feed(u, run), run.frames, cancel)
+        if batch == 1:
+            self.speed.measured(seconds, run.frames, alone=True, still_alone=self.model.cores.running == 0)
+        return audio
 
     def _pair(
         self, u: Utterance, decodes: tuple[Decode, ...], cancel: CancelToken | None, *, shared: bool, shrink: bool
