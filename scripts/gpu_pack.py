@@ -53,7 +53,8 @@ def inputs(out: Path) -> int:
     import onnxruntime as ort
 
     assets = locate()
-    decoder = ort.InferenceSession(str(batched_decoder(assets)))
+    decoder_path = batched_decoder(assets)
+    decoder = ort.InferenceSession(str(decoder_path))
     meta = decoder.get_modelmeta().custom_metadata_map
     harmonics = np.array([float(h) for h in meta["sine_harmonics"].split(",")])
     rate = float(meta["sine_rate"])
@@ -81,7 +82,7 @@ def inputs(out: Path) -> int:
     index["inputs"] = names
     np.savez(out / "inputs.npz", **arrays)  # type: ignore[arg-type]  # numpy types the names as its own flags
     (out / "index.json").write_text(json.dumps(index, indent=1))
-    shutil.copy(batched_decoder(assets), out / "decoder.batched.onnx")
+    shutil.copy(decoder_path, out / "decoder.batched.onnx")
     return len(texts)
 
 

@@ -85,28 +85,10 @@ class KokoroEngine(VoiceBankEngine):
         """Runs the ``fast`` graph's windows (None: a whole graph)."""
         self.decoder: str | None = None
         """The decoder part in use (``EngineConfig.decoder`` resolved), None for a whole graph."""
-        if self.config.graph == "fast" and self.config.batch > 1:
-            self.decoder = "batched"
-            split = self._batched_model(options, providers)
+        if self.config.graph == "fast":
+            split, batcher = self._split_model(options, providers)
             speed = SpeedEstimator(CPU_GUESS_S if split.on_cpu else GPU_GUESS_S)
-            self.runner = Runner(split, speed, Batcher(partial(_decode, split), self.config.batch))
-            self.providers = split.providers
-        elif self.config.graph == "fast":
-            self.decoder = pick_decoder(self.config.decoder, providers)
-            split = SplitModel.load(
-                self.assets,
-                options,
-                providers,
-                narrow=self._narrow(providers),
-                decoder=self.decoder,
-                crowded_decoder=pick_crowded_decoder(self.config.crowded_decoder, self.decoder),
-                share_weights=self.config.share_weights,
-                caches=weights_caches(self.config),
-            )
-            self.weights = split.placement.source
-            _log_placement(split.placement)
-            speed = SpeedEstimator(CPU_GUESS_S if split.on_cpu else GPU_GUESS_S)
-            self.runner = Runner(split, speed)
+            self.runner = Runner(split, speed, batcher)
             self.providers = split.providers
         else:
             graph = str(self.assets.graph(self.config.graph))
@@ -115,15 +97,32 @@ class KokoroEngine(VoiceBankEngine):
             self._has_durations = len(self.session.get_outputs()) > 1
         self.device = "cuda" if "CUDAExecutionProvider" in self.providers else "cpu"
 
-    def _batched_model(self, options: Callable[[], Any], providers: list[str]) -> SplitModel:
-        """The front and the ``batched`` decoder (made now if missing), one copy each: the batch, not
-        narrow copies, is what runs many windows at once."""
-        from speakstream.engine.model.batch import batched_decoder
+    def _split_model(self, options: Callable[[], Any], providers: list[str]) -> tuple[SplitModel, Batcher | None]:
+        """The front and the decoder, and the batcher when windows are batched (``EngineConfig.batch``):
+        then the ``batched`` decoder (made now if missing), one copy, since the batch, not narrow
+        copies, is what runs many windows at once, and its weights not shared."""
+        if self.config.batch > 1:
+            from speakstream.engine.model.batch import batched_decoder
 
-        batched_decoder(self.assets)
-        split = SplitModel.load(self.assets, options, providers, decoder="batched", share_weights=False)
+            self.decoder = "batched"
+            batched_decoder(self.assets)
+            split = SplitModel.load(self.assets, options, providers, decoder="batched", share_weights=False)
+            self.weights = split.placement.source
+            return split, Batcher(partial(_decode, split), self.config.batch)
+        self.decoder = pick_decoder(self.config.decoder, providers)
+        split = SplitModel.load(
+            self.assets,
+            options,
+            providers,
+            narrow=self._narrow(providers),
+            decoder=self.decoder,
+            crowded_decoder=pick_crowded_decoder(self.config.crowded_decoder, self.decoder),
+            share_weights=self.config.share_weights,
+            caches=weights_caches(self.config),
+        )
         self.weights = split.placement.source
-        return split
+        _log_placement(split.placement)
+        return split, None
 
     def _narrow(self, providers: list[str]) -> tuple[Callable[[], Any], int] | None:
         """Options for a narrow copy (an equal share of the cores each: one thread on 2 cores),

@@ -1,14 +1,16 @@
 """The decoder that decodes windows of many sessions in one run: float throughout, its batch
 dimension symbolic.
 
-Two things keep the export's decoder at one window a run. Its int8 parts quantise each activation
-with one scale for the whole tensor (``DynamicQuantizeLinear``), so a loud window beside a quiet
-one would change the quiet one's audio: ``batched`` makes them float (the same weights,
-dequantised), so a window's audio is the same in a batch as alone, within float rounding. And the
-export wrote the batch of one into five places (the sine source's reshape, the STFT's input, the
-inverse STFT's window envelope, the output's rows, and the fused norms' per-channel scale, which
-``fusion`` flattened to [C]): each is rewritten to take the batch from its tensor. A batch of one
-gives the float decoder's audio exactly.
+Three things keep the export's decoder at one window a run. It wrote the batch of one into five
+places (the sine source's reshape, the STFT's input, the inverse STFT's window envelope, the
+output's rows, and the fused norms' per-channel scale, which ``fusion`` flattened to [C]): each is
+rewritten to take the batch from its tensor. Its int8 parts quantise each activation with one scale
+for the whole tensor (``DynamicQuantizeLinear``), so a loud window beside a quiet one would change
+the quiet one's audio: they are made float (the same weights, dequantised). And ONNX Runtime's
+linear ``Resize`` rounds each row by its place in the tensor, which the sine source turns into a
+different waveform: its two uses are written as gathers. A window's audio is then the same in a
+batch as alone within float rounding; against the float decoder it differs as much as the shipped
+``mixed`` one does (``docs/design.md``).
 """
 
 from __future__ import annotations
@@ -25,14 +27,21 @@ from speakstream.engine.model.graph import GENERATOR, Index, float_convolutions,
 
 BATCH = "batch"
 """The name of the decoder's symbolic batch dimension."""
-_CONSTANTS = {
-    "speakstream_batch_fold": [1, -1, 0],
-    "speakstream_batch_rows": [0, -1],
-    "speakstream_batch_axis1": [1],
-    "speakstream_batch_any": [-1],
-    "speakstream_batch_zero": [0],
-    "speakstream_batch_end": [2**62],
-}
+_CONSTANTS = (
+    ("speakstream_batch_fold", [1, -1, 0], np.int64),
+    ("speakstream_batch_rows", [0, -1], np.int64),
+    ("speakstream_batch_axis1", [1], np.int64),
+    ("speakstream_batch_any", [-1], np.int64),
+    ("speakstream_batch_zero", [0], np.int64),
+    ("speakstream_batch_end", [2**62], np.int64),
+    ("speakstream_batch_two", 2, np.int64),
+    ("speakstream_batch_one_int", 1, np.int64),
+    ("speakstream_batch_zero_scalar", 0, np.int64),
+    ("speakstream_batch_one", 1.0, np.float32),
+    ("speakstream_batch_half", 0.5, np.float32),
+    ("speakstream_batch_zero_f", 0.0, np.float32),
+)
+"""The constants the rewrite adds: (name, value, type)."""
 
 
 def batched_decoder(assets: Assets) -> Path:
@@ -70,18 +79,7 @@ def batched(model: onnx.ModelProto) -> onnx.ModelProto:
     for norm in [n for n in g.graph.node if n.op_type == "InstanceNormalization"]:
         if g.constant(norm.input[1]) is None:  # the style's scale (``fusion``), not the export's own
             replace[id(norm)] = _folded_norm(norm)
-    added = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in _CONSTANTS.items()]
-    added += [
-        numpy_helper.from_array(np.array(v, dtype), k)
-        for k, v, dtype in (
-            ("speakstream_batch_one", 1.0, np.float32),
-            ("speakstream_batch_half", 0.5, np.float32),
-            ("speakstream_batch_zero_f", 0.0, np.float32),
-            ("speakstream_batch_two", 2, np.int64),
-            ("speakstream_batch_one_int", 1, np.int64),
-            ("speakstream_batch_zero_scalar", 0, np.int64),
-        )
-    ]
+    added = [numpy_helper.from_array(np.array(value, dtype), name) for name, value, dtype in _CONSTANTS]
     g.rebuild(replace, dead, added)
     prune(model)
     return model
