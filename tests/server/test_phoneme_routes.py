@@ -97,3 +97,11 @@ def test_phonemes_become_inline_words_and_punctuation() -> None:
     assert [m.group(2) for m in INLINE.finditer(text)] == ["kˈe", "tˈal", "bjˈen"]
     with pytest.raises(InvalidInput):
         as_inline("a/b")
+
+
+def test_a_mark_inside_a_word_stays_in_the_word() -> None:
+    """espeak writes Hindi's उड़ान as ``ʊr.ˈaːn``: read as punctuation and plain text, its letters
+    went through the Hindi G2P and were spoken as gibberish."""
+    text = as_inline("ˌaːpkˌi ʊr.ˈaːn kˈʌl.")
+    assert [m.group(1) for m in INLINE.finditer(text)] == ["ˌaːpkˌi", "ʊr.ˈaːn", "kˈʌl"]
+    assert text.endswith(")."), text

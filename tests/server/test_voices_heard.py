@@ -19,7 +19,7 @@ from speakstream.bench.asr import Recognizer, error_rate, wer
 from speakstream.bench.experiments.languages import scored, whisper_code
 from speakstream.engine.phonemes.languages import all_languages
 from speakstream.server.serve import ThreadedServer
-from tests.heard import THRESHOLDS
+from tests.heard import STREAMED
 
 pytestmark = [pytest.mark.model, pytest.mark.asr]
 RATE = 24_000
@@ -108,16 +108,16 @@ def _silence_between(samples: np.ndarray, end_s: float, start_s: float) -> float
 def test_speech_from_a_texts_phonemes_is_heard_as_the_text(
     kokoro_server: ThreadedServer, multilingual_asr: Recognizer, language: str
 ) -> None:
-    """Pooled over the language's first two voices and held to the languages' own bounds: one
-    voice alone is misheard now and then (Japanese at 0.37 CER once, Chinese's second voice
-    dropped its first clause once; 0.00 alone)."""
+    """The language's three sentences, each in one of its first two voices, pooled: one pair alone
+    is misheard now and then (Whisper in Urdu once wrote Hindi's "dhanyavaad" as "Thank you for
+    your time.", 0.65 CER, failing the bound over two pairs of the first sentence), and the second
+    Hindi sentence showed a defect the first did not (espeak's ``ʊr.ˈaːn`` read as letters)."""
     url, code, pairs = kokoro_server.url, whisper_code(language), []
-    text, reference = scored(language)[0]  # Whisper writes Hindi in Urdu script: so is its reference
-    made = httpx.post(f"{url}/v1/phonemize", json={"text": text, "language": language}, timeout=60).json()
     voices = [v for v in kokoro_server.runtime.require_scheduler().engine.voices() if v.language == language]
-    for voice in voices[:2]:
-        body = {"phonemes": made["phonemes"], "voice": voice.name, "format": "pcm"}
+    for index, (text, reference) in enumerate(scored(language)):  # Hindi's references: Urdu script
+        made = httpx.post(f"{url}/v1/phonemize", json={"text": text, "language": language}, timeout=60).json()
+        body = {"phonemes": made["phonemes"], "voice": voices[index % min(2, len(voices))].name, "format": "pcm"}
         pcm = httpx.post(f"{url}/v1/audio/from-phonemes", json=body, timeout=120)
         assert pcm.status_code == 200, pcm.text
         pairs.append((reference, multilingual_asr.transcribe(_samples(pcm.content), RATE, code).text))
-    assert error_rate(pairs, code) <= THRESHOLDS[language], pairs
+    assert error_rate(pairs, code) <= STREAMED[language], pairs

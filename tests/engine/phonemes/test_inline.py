@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from speakstream.engine.phonemes.inline import to_kokoro
-from speakstream.engine.phonemes.languages import parse_language
+from speakstream.data import language_samples
+from speakstream.engine.phonemes.inline import as_inline, to_kokoro
+from speakstream.engine.phonemes.languages import all_languages, parse_language
 from speakstream.engine.phonemes.normalize import normalize
 from speakstream.engine.phonemes.phonemizer import Phonemizer, vocab
 from speakstream.errors import InvalidInput
@@ -70,3 +71,22 @@ def test_ipa_ties_diphthongs_and_stress_map_to_kokoros_symbols() -> None:
     assert to_kokoro("ˈt͡ʃaɪ", spanish, vocab()) == "ʧˈaɪ"
     assert to_kokoro("'gɹeɪt", english, vocab()) == "ɡɹˈAt"
     assert to_kokoro("bəˈnænə", english, vocab()) == "bənˈænə"  # stress before the vowel, as Kokoro learned it
+
+
+def test_a_mark_inside_given_phonemes_is_spoken_as_given(phonemizer: Phonemizer) -> None:
+    """The round trip of ``/v1/phonemize`` and ``/v1/audio/from-phonemes``: espeak's Hindi
+    ``ʊr.ˈaːn`` keeps its dot, and the word its text."""
+    given = "ˌaːpkˌi ʊr.ˈaːn kˈʌl."
+    result = phonemizer.phonemize(as_inline(given), parse_language("hi"))
+    assert result.phonemes == given and [w.text for w in result.words] == ["ˌaːpkˌi", "ʊr.ˈaːn", "kˈʌl"]
+
+
+@pytest.mark.parametrize("tag", [language.tag for language in all_languages()])
+def test_a_texts_phonemes_given_back_are_spoken_as_the_text_is(phonemizer: Phonemizer, tag: str) -> None:
+    """``/v1/phonemize`` then ``/v1/audio/from-phonemes`` speaks what the text speaks, in every
+    language: once it did not (Hindi's ``ʊr.ˈaːn`` was read as letters, British English lost the
+    full stop after "four", Chinese the space after each comma)."""
+    language, sample = parse_language(tag), language_samples()[tag]
+    for text in [*sample["sentences"], sample["reply"]]:
+        made = phonemizer.phonemize(text, language)
+        assert phonemizer.phonemize(as_inline(made.phonemes), language).tokens == made.tokens, text

@@ -55,7 +55,7 @@ def has_inline(text: str) -> bool:
 def to_kokoro(phonemes: str, language: Language, vocab: dict[str, int]) -> str:
     """IPA (or Kokoro's symbols) as Kokoro's symbols for ``language``; ``InvalidInput``
     (``invalid_phonemes``) naming a symbol the model does not have."""
-    mapped = phonemes.strip().translate(_TIES)
+    mapped = phonemes.strip().translate(_UNCARRY).translate(_TIES)
     if language.g2p == "english":
         rules = _EVERY + _ENGLISH + (_BRITISH if language.british else _AMERICAN)
     else:
@@ -72,7 +72,15 @@ def to_kokoro(phonemes: str, language: Language, vocab: dict[str, int]) -> str:
     return mapped
 
 
-_PHONEME_WORD = re.compile(r"([.,;:!?…—\"“”()¡¿]*)([^\s.,;:!?…—\"“”()¡¿]+)([.,;:!?…—\"“”()¡¿]*)")
+_MARKS = '.,;:!?…—"“”()¡¿'
+_PHONEME_WORD = re.compile(f"([{_MARKS}]*)([^\\s{_MARKS}](?:\\S*[^\\s{_MARKS}])?)([{_MARKS}]*)")
+"""A whitespace-separated token: marks before, the word (marks inside it kept), marks after."""
+_CARRIED = ".,;:!?"
+_CARRY = str.maketrans({mark: chr(0xE000 + i) for i, mark in enumerate(_CARRIED)})
+_UNCARRY = str.maketrans({chr(0xE000 + i): mark for i, mark in enumerate(_CARRIED)})
+"""A mark inside a word's phonemes (espeak writes a syllable break in Hindi's ``ʊr.ˈaːn`` as a
+dot) cannot be written inline, where a dot makes ``[x](/a.b/)`` a link: ``as_inline`` carries it
+as a private-use character that ``to_kokoro`` reads back, so the word is spoken as given."""
 MAX_PHONEMES_CHARS = 5_000
 
 
@@ -91,7 +99,7 @@ def as_inline(phonemes: str) -> str:
             words.append(token)
             continue
         lead, word, trail = match.groups()
-        if len(word) > 100 or any(c in word for c in "[]/.,;:!?()"):
+        if len(word) > 100 or any(c in word for c in "[]/()"):
             raise InvalidInput(f"cannot read phonemes {word[:40]!r} as a word", code="invalid_phonemes")
-        words.append(f"{lead}[{word}](/{word}/){trail}")
+        words.append(f"{lead}[{word}](/{word.translate(_CARRY)}/){trail}")
     return " ".join(words)

@@ -94,7 +94,8 @@ class Phonemizer:
         given = [None if p.phonemes is None else inline.to_kokoro(p.phonemes, language, self._vocab) for p in pieces]
         with self._lock:
             g2p = self._for(language)
-            if language.g2p == "english":  # misaki reads the inline form itself, in context
+            if language.g2p == "english" and any(p.phonemes is None and _has_word(p.text) for p in pieces):
+                # misaki reads the inline form itself, so plain words around it are read in context
                 marked = [
                     prepare(p.text) if s is None else f"[{p.text}](/{s}/)" for p, s in zip(pieces, given, strict=True)
                 ]
@@ -104,7 +105,7 @@ class Phonemizer:
                 if spoken is not None:
                     tokens.append(Token(piece.text, spoken, piece.space_after))
                 elif piece.text.strip():
-                    tokens += g2p(prepare(piece.text))
+                    tokens += _spaced(g2p(prepare(piece.text)), piece.text)
         return self._assemble(tokens)
 
     def _assemble(self, tokens: list[Token]) -> Phonemized:
@@ -121,6 +122,19 @@ class Phonemizer:
             chars.pop()
         phonemes = "".join(chars)
         return Phonemized(phonemes, tuple(self._vocab[c] for c in phonemes), tuple(words))
+
+
+def _has_word(text: str) -> bool:
+    return any(c.isalnum() for c in text)
+
+
+def _spaced(tokens: list[Token], text: str) -> list[Token]:
+    """A plain piece's tokens keeping the space that ends it: a G2P reads ``", "`` between two
+    inline words as a comma alone (Chinese wrote ``ˈdai↘,wo↓``), and given phonemes must be
+    spoken as given."""
+    if tokens and text[-1].isspace():
+        tokens[-1].whitespace = True
+    return tokens
 
 
 def windows(phonemized: Phonemized, limit: int = MAX_TOKENS) -> list[Phonemized]:
