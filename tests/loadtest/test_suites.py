@@ -93,7 +93,9 @@ async def test_attacks_leave_a_well_behaved_client_served() -> None:
     """Outcomes only (the timing ratios are docs/reliability.md's, from the Kokoro run)."""
     result = await abuse.run_abuse(fake_engine=True, trials=3)
     attacks = {name: r["outcome"] for name, r in result["attacks"].items()}
-    assert all(r["refusals"] == 0 and r["first_audio_ms"]["n"] == 3 for r in result["attacks"].values()), result
+    assert all(
+        r["refusals"] == 0 and r["first_audio_ms"]["n"] == r["gap_ms"]["n"] == 3 for r in result["attacks"].values()
+    ), result
     assert set(attacks["hostile texts"]["statuses"]) <= {"200", "400"}
     assert attacks["appends never flushed"] == {"sessions": 30, "ended_by_text_idle": 10, "refused": 20}
     assert set(attacks["responses never read"]["answers"]) <= {"200", "200 dropped"}

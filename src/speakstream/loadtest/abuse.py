@@ -1,5 +1,6 @@
-"""Abuse: attacks on a real server process while a well-behaved client measures its own first
-audio and ``/ping``; each attack's outcome, and the client's p95 first audio under attack vs quiet.
+"""Abuse: attacks on a real server process while a well-behaved client measures what it hears
+(first audio, and gaps as a real-time player would play its reply) and ``/ping``; each attack's
+outcome, and the client's p95 first audio under attack vs quiet.
 
 The well-behaved client speaks from another address (127.0.0.2), as a real second user would, so
 per-client turns apply to it. Attacks: hostile texts and fields, appends never flushed, responses
@@ -21,6 +22,7 @@ from typing import Any
 import httpx
 import websockets
 
+from speakstream.bench.player import Playback, pcm_arrivals, play
 from speakstream.bench.process import ServerProcess
 from speakstream.bench.stats import summary
 from speakstream.data import replies
@@ -45,21 +47,21 @@ Attack = Callable[[ServerProcess, asyncio.Event], Coroutine[Any, Any, Outcome]]
 """Runs until the event is set (the measurement is over), then cleans up and says what happened."""
 
 
-async def good_first_audio_ms(client: httpx.AsyncClient) -> tuple[float, int]:
+async def good_reply(client: httpx.AsyncClient) -> tuple[Playback, int]:
     """One reply as a polite client hears it: retried after a retryable refusal (the wait counts),
-    read to the end. Returns (first audio ms, refusals)."""
+    read to the end and played in real time, so a gap after its first words counts as well as a
+    late first word. Returns (what was heard, refusals)."""
     started = time.perf_counter()
     for refusals in range(100):
-        async with client.stream("POST", "/invocations", json={"text": GOOD_TEXT}) as response:
+        body = {"text": GOOD_TEXT, "format": "pcm"}
+        async with client.stream("POST", "/invocations", json=body) as response:
             if response.status_code == 503:
                 await response.aread()
                 await asyncio.sleep(0.2)
                 continue
             response.raise_for_status()
-            first = None
-            async for _ in response.aiter_raw():
-                first = first or time.perf_counter()
-            return ((first or time.perf_counter()) - started) * 1000, refusals
+            arrivals = [(time.perf_counter(), len(data)) async for data in response.aiter_raw()]
+            return play(pcm_arrivals(arrivals), started), refusals
     raise RuntimeError("the well-behaved client was refused 100 times")
 
 
@@ -77,12 +79,14 @@ async def _measure(url: str, trials: int) -> dict[str, Any]:
 
         pinger = asyncio.create_task(ping())
         try:
-            results = [await good_first_audio_ms(client) for _ in range(trials)]
+            results = [await good_reply(client) for _ in range(trials)]
         finally:
             pinger.cancel()
             await asyncio.gather(pinger, return_exceptions=True)
     return {
-        "first_audio_ms": summary([ms for ms, _ in results]),
+        "first_audio_ms": summary([heard.ttfa_s for heard, _ in results], scale=1000),
+        "gap_ms": summary([heard.stall_s for heard, _ in results], scale=1000),
+        "gapped": sum(1 for heard, _ in results if heard.gaps),
         "refusals": sum(r for _, r in results),
         "ping_ms": summary(pings),
     }

@@ -124,12 +124,19 @@ def _fuzz_rows(z: dict[str, Any], run: dict[str, Any], command: str) -> list[lis
     ]
 
 
+def _gaps(result: dict[str, Any]) -> str:
+    """The well-behaved client's gaps: how many of its replies had one, and their total's p95."""
+    gaps = result.get("gap_ms", {})
+    return f"gaps in {result.get('gapped', 0)} of {gaps.get('n', 0)} replies (p95 {gaps.get('p95', 0)} ms)"
+
+
 def _abuse_rows(abuse: dict[str, Any], run: dict[str, Any], command: str) -> list[list[Any]]:
     quiet = abuse["quiet"]
     rows = [
         [
             f"abuse: quiet ({abuse['engine']} engine), a well-behaved client from another address",
-            f"p95 first audio {quiet['first_audio_ms'].get('p95')} ms, /ping p95 {quiet['ping_ms'].get('p95')} ms",
+            f"p95 first audio {quiet['first_audio_ms'].get('p95')} ms, {_gaps(quiet)}, "
+            f"/ping p95 {quiet['ping_ms'].get('p95')} ms",
             f"`{command} abuse`",
         ]
     ]
@@ -139,7 +146,7 @@ def _abuse_rows(abuse: dict[str, Any], run: dict[str, Any], command: str) -> lis
             [
                 f"abuse: {name}",
                 f"{outcome}; the well-behaved client's p95 first audio {result['first_audio_ms'].get('p95')} ms "
-                f"({result['p95_vs_quiet']}x quiet), refused {result['refusals']} times; "
+                f"({result['p95_vs_quiet']}x quiet), {_gaps(result)}, refused {result['refusals']} times; "
                 f"/ping p95 {result['ping_ms'].get('p95')} ms",
                 f"`{command} abuse`",
             ]
