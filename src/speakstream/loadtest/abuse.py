@@ -51,9 +51,8 @@ async def good_reply(client: httpx.AsyncClient) -> tuple[Playback, int]:
     """One reply as a polite client hears it: retried after a retryable refusal (the wait counts),
     read to the end and played in real time, so a gap after its first words counts as well as a
     late first word. Returns (what was heard, refusals)."""
-    started = time.perf_counter()
+    started, body = time.perf_counter(), {"text": GOOD_TEXT, "format": "pcm"}
     for refusals in range(100):
-        body = {"text": GOOD_TEXT, "format": "pcm"}
         async with client.stream("POST", "/invocations", json=body) as response:
             if response.status_code == 503:
                 await response.aread()

@@ -113,7 +113,7 @@ class Phonemizer:
         words: list[Word] = []
         for token in tokens:
             spoken = "".join(c for c in token.phonemes if c in self._vocab)
-            if spoken and any(c.isalnum() for c in token.text):
+            if spoken and _has_word(token.text):
                 words.append(Word(token.text, len(chars), len(chars) + len(spoken)))
             chars.extend(spoken)
             if token.whitespace and chars and chars[-1] != " ":
