@@ -188,6 +188,23 @@ def test_another_client_s_first_window_takes_its_turn_beside_a_listener_running_
     assert priority.pick([dry, own_first, other_first], polite_turn) is other_first
 
 
+def test_a_client_with_fewer_sessions_ready_goes_first_among_listeners_running_dry() -> None:
+    """A client with many listeners starved (or never reading) sits at the front of the least
+    buffered for good: another client's one listener running dry goes first; equals go by buffer."""
+    clock, priority = FakeClock(), Priority()
+    priority.first_window_s = 0.3
+    starved = [_job(s, 1) for s in "abc"]
+    polite, other = _job("p", 1), _job("q", 1)
+    listeners = [(polite, "polite", 0.5), (other, "other", 0.2), *((j, "flooder", 0.0) for j in starved)]
+    for job, client, buffered in listeners:
+        job.client, job.clock = client, PlaybackClock(now=clock)
+        job.clock.add(buffered + 0.01)
+    clock.now += 0.01  # the flooder's listeners have run dry
+    assert priority.pick([*starved, polite], _first) is polite
+    assert priority.pick([*starved, polite, other], _first) is other  # one session each: least buffered
+    assert priority.pick(starved[:1], _first) is starved[0]
+
+
 def test_a_first_window_runs_beside_later_windows_that_may_not_be_paused() -> None:
     """A window paused once is not paused again: a reply arriving then opens on the urgent lane
     beside it rather than wait for it to end; beside another first window it waits as before."""

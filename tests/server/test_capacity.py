@@ -15,6 +15,7 @@ from speakstream.config import ServerConfig
 from speakstream.engine.fake import FakeEngine
 from speakstream.errors import InvalidInput
 from speakstream.loadtest.servers import start_server
+from speakstream.server.reply import Reply
 from speakstream.server.serve import ThreadedServer
 
 LONG = "This reply is long enough to keep the engine busy for a while, sentence after sentence. " * 3
@@ -56,6 +57,29 @@ async def test_past_the_capacity_http_is_refused_with_retry_after_and_ping_says_
             assert "speakstream_admission_refused_total 1.0" in metrics
         async with httpx.AsyncClient(timeout=10) as client:  # the others done: room again
             assert (await client.post(f"{server.url}/invocations", json={"text": "Hello there."})).status_code == 200
+    finally:
+        server.stop()
+
+
+async def test_a_refused_reply_s_text_is_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Admission comes before the text is chunked: a client asking again the moment it is refused
+    (the abuse suite's flood: hundreds of times a second) costs the server no text work."""
+    read: list[str] = []
+    speak = Reply.speak
+
+    async def recorded(reply: Reply, text: str) -> None:
+        read.append(text)
+        await speak(reply, text)
+
+    monkeypatch.setattr(Reply, "speak", recorded)
+    server = start_server(_slow_engine())
+    try:
+        async with _speaking(server, 2), httpx.AsyncClient(timeout=10) as client:
+            refused = await client.post(f"{server.url}/invocations", json={"text": "Not read."})
+            assert refused.status_code == 503 and "Not read." not in read
+        async with httpx.AsyncClient(timeout=10) as client:
+            assert (await client.post(f"{server.url}/invocations", json={"text": "Not read."})).status_code == 200
+            assert "Not read." in read
     finally:
         server.stop()
 

@@ -24,12 +24,13 @@ import websockets
 
 from speakstream.bench.player import Playback, pcm_arrivals, play
 from speakstream.bench.process import ServerProcess
+from speakstream.bench.sim.flood import POLITE_TEXT
 from speakstream.bench.stats import summary
 from speakstream.data import replies
 from speakstream.loadtest.harness import raw_http
 
 GOOD_ADDRESS = "127.0.0.2"
-GOOD_TEXT = "Thanks for waiting, I found your booking. Your flight leaves at nine forty."
+GOOD_TEXT = POLITE_TEXT
 LONG_TEXT = replies()["long"]["text"]
 LIMITS = {
     "SPEAKSTREAM_TEXT_IDLE_S": "3",

@@ -2,9 +2,11 @@
 unless a listener already hearing its reply is about to run dry.
 
 A later window whose listener has less buffered than two first windows take (``running_dry``)
-goes first, the closest to dry first, beside anything: a gap once speech has started is worse than
-first audio a little later. Another client's first window still gets its client's turn: a client
-whose listeners never read (their clocks say they ran dry) cannot starve everyone's first audio.
+goes first, beside anything: a gap once speech has started is worse than first audio a little
+later. Of those, a client with fewer sessions ready goes first, then the closest to dry: a client
+with many listeners starved (or never reading: their clocks say they ran dry) would otherwise take
+every turn from another client's one listener. Another client's first window still gets its
+client's turn: such a client cannot starve everyone's first audio either.
 Otherwise the first window of any reply jumps the queue, and runs
 beside other first windows only: one alone has every core, so it waits for a later window to end,
 or, with ``preempt``, pauses it (ONNX Runtime's terminate flag stops its inference, which runs
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Callable
 
 from speakstream.engine.runtime.speed import NARROW_SLOWDOWN, smoothed
@@ -57,11 +60,14 @@ def crowded(jobs: list[Job], lanes: int) -> bool:
 
 
 def running_dry(ready: list[Job], within_s: float) -> Job | None:
-    """The later window among ``ready`` whose listener, hearing its reply, has the least buffered,
-    if that is under ``within_s``."""
+    """The later window among ``ready`` whose listener, hearing its reply, has less than
+    ``within_s`` buffered: of the clients with one, one with the fewest sessions ready; of its
+    listeners, the least buffered. Fewest first: a client with twenty listeners starved (or never
+    reading) would otherwise take every turn from another's one listener until it ran dry too."""
+    sessions = Counter(job.client for job in ready)
     playing = [(job.clock.ahead_s(), job) for job in ready if not job.first_window and job.clock and job.clock.playing]
-    ahead_s, job = min(playing, key=lambda pair: pair[0], default=(math.inf, None))
-    return job if ahead_s < within_s else None
+    dry = [(sessions[job.client], ahead_s, job) for ahead_s, job in playing if ahead_s < within_s]
+    return min(dry, key=lambda entry: entry[:2], default=(0, 0.0, None))[2]
 
 
 def first_windows(ready: list[Job]) -> list[Job]:

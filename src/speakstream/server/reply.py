@@ -13,7 +13,7 @@ import contextlib
 import time
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import replace
 from typing import Any
 
@@ -181,7 +181,7 @@ class Reply:
         if parts:
             self._text_ready.set()
 
-    async def outputs(self) -> AsyncIterator[ChunkOut]:
+    async def outputs(self) -> AsyncGenerator[ChunkOut, None]:
         """Encoded audio chunk by chunk; the last item holds the encoder's tail (no words)."""
         await self.admitted()
         encoder = open_encoder(self.fmt.name, output_rate_hz=self.sample_rate, bitrate=self.settings.bitrate)

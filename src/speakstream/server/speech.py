@@ -1,10 +1,11 @@
 """One way into a reply for every HTTP route: a route maps its wire format onto a ``SpeechRequest``
 and ``open_reply`` checks it once (the text, its length, the settings, whether the voice can read
-it), speaks it and waits for admission, so every route answers a fault with the same error."""
+it), waits for admission and speaks it, so every route answers a fault with the same error."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from starlette.requests import Request
@@ -61,13 +62,14 @@ async def open_dialogue(runtime: Runtime, request: Request, turns: Sequence[Turn
     scheduler = runtime.require_scheduler()
     for i, turn in enumerate(turns):
         readable(speaker_info(scheduler, settings, turn.voice if i else None).speaks, turn.text)
-    reply = _reply(runtime, request, speech, settings)
-    for i, turn in enumerate(turns):
-        if i:
-            reply.speak_as(turn.voice, runtime.config.turn_pause_s)
-        await reply.apush(" " + turn.text if i else turn.text)
-    reply.end_input()
-    return await _admitted(runtime, reply, speech.route)
+    reply = await _admitted(runtime, _reply(runtime, request, speech, settings), speech.route)
+    with _released_on_error(reply):
+        for i, turn in enumerate(turns):
+            if i:
+                reply.speak_as(turn.voice, runtime.config.turn_pause_s)
+            await reply.apush(" " + turn.text if i else turn.text)
+        reply.end_input()
+    return reply
 
 
 async def open_reply(runtime: Runtime, request: Request, speech: SpeechRequest) -> Reply:
@@ -79,9 +81,10 @@ async def open_reply(runtime: Runtime, request: Request, speech: SpeechRequest) 
         raise InvalidInput(f"text is over the {limit}-character limit", code="text_too_long")
     settings = runtime.settings(speech.options, bitrate=speech.bitrate)
     check_readable(settings, text)
-    reply = _reply(runtime, request, speech, settings)
-    await reply.speak(text)
-    return await _admitted(runtime, reply, speech.route)
+    reply = await _admitted(runtime, _reply(runtime, request, speech, settings), speech.route)
+    with _released_on_error(reply):
+        await reply.speak(text)
+    return reply
 
 
 def _reply(runtime: Runtime, request: Request, speech: SpeechRequest, settings: ReplySettings) -> Reply:
@@ -90,6 +93,18 @@ def _reply(runtime: Runtime, request: Request, speech: SpeechRequest, settings: 
 
 
 async def _admitted(runtime: Runtime, reply: Reply, route: str) -> Reply:
+    """``reply`` admitted before its text is read: a refusal costs the server no chunking (a client
+    asking again and again the moment it is refused asked hundreds of times a second)."""
     await reply.admitted()
     runtime.metrics.requests.labels(route).inc()
     return reply
+
+
+@contextlib.contextmanager
+def _released_on_error(reply: Reply) -> Iterator[None]:
+    """The room ``reply`` holds given back when its text cannot be queued."""
+    try:
+        yield
+    except BaseException:
+        reply.release()
+        raise
