@@ -64,8 +64,9 @@ class ServerConfig:
     max_client_queue: int = 0
     """Chunks one client (an address; behind a proxy, uvicorn's ``--forwarded-allow-ips`` makes it
     the real one) may have reserved at once. 0: half of ``queue_depth`` (at least one reply's) on
-    an address other than loopback, no cap of its own on loopback. Turns at the engine are shared
-    per client whatever this is."""
+    an address other than loopback, no cap of its own on loopback. A reply past it waits for one of
+    the client's replies to end as one past ``max_load`` waits for room (``overload``). Turns at the
+    engine are shared per client whatever this is."""
     lanes: int = 0
     """Windows decoded at once: 0 lets the engine choose (``Engine.lanes``: 2 where the process
     may use 2 CPUs or more, by its affinity and container quota, else 1; ``engine.cpus``)."""
@@ -79,10 +80,11 @@ class ServerConfig:
     may ask for, a listener asking for one; past it a new reply is refused or waits (``overload``),
     so the admitted ones do not stall. 0: no admission by capacity."""
     overload: str = "queue"
-    """A reply past ``max_load``: ``queue`` (it waits for room, its first audio delayed, up to
-    ``overload_wait_s``, then is refused: on a single box a reply ending frees room within a
-    listener's patience) or ``refuse`` (at once, retryable: HTTP 503 with ``Retry-After``, a
-    WebSocket error and close 1013: behind a load balancer, another replica answers sooner)."""
+    """A reply past ``max_load`` (or its client's ``max_client_queue``): ``queue`` (it waits for
+    room, its first audio delayed, up to ``overload_wait_s``, then is refused: on a single box a
+    reply ending frees room within a listener's patience) or ``refuse`` (at once, retryable: HTTP
+    503 with ``Retry-After``, a WebSocket error and close 1013: behind a load balancer, another
+    replica answers sooner)."""
     overload_wait_s: float = 2.0
     cache_mb: int = 64
     """Audio of whole chunks kept to answer a repeat with no engine time (MB of samples, about

@@ -72,6 +72,20 @@ async def test_a_reply_may_wait_for_room_instead() -> None:
         await admission.reserve_waiting(3, "c", 0.05)
 
 
+async def test_a_client_past_its_share_may_wait_for_one_of_its_replies_to_end() -> None:
+    admission = Admission(max_queue=100, max_per_client=3)
+    admission.reserve(3, "a")
+    waiter = asyncio.create_task(admission.reserve_waiting(3, "a", 5.0))
+    await asyncio.sleep(0.05)
+    assert not waiter.done()
+    admission.reserve(3, "b")  # another client gets in meanwhile
+    admission.release(3, "a")
+    assert await asyncio.wait_for(waiter, 5) >= 0.04
+    with pytest.raises(Overloaded) as refused:  # its own reply did not end within the wait
+        await admission.reserve_waiting(3, "a", 0.05)
+    assert refused.value.code == "client_limit" and admission.refused == 0
+
+
 def test_the_capacity_is_shared_out_by_client() -> None:
     """Room for 2.4 listeners: client a took both; b is refused; when one of a's replies ends, a
     asking again is refused while b is asking, and b gets in. A client alone gets all the room."""

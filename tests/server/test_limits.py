@@ -44,10 +44,28 @@ async def test_simultaneous_handshakes_cannot_overrun_the_session_limit() -> Non
     assert not runtime.sessions
 
 
+async def test_a_client_past_its_share_waits_for_one_of_its_replies_to_end() -> None:
+    """By default a reply past its client's share waits (up to ``overload_wait_s``) instead of a
+    503 its client would only ask again at once: it plays once the client's reply before ends."""
+    server = start_server(FakeEngine(seconds_per_char=0.002), max_client_queue=3, queue_depth=64, cache_mb=0)
+    try:
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            async with client.stream("POST", "/invocations", json={"text": "A first reply. " * 10}) as first:
+                assert first.status_code == 200
+                second = asyncio.create_task(client.post("/invocations", json={"text": "Another one."}))
+                await asyncio.sleep(0.1)
+                assert not second.done()  # waiting for room, not refused
+                await first.aread()
+            assert (await asyncio.wait_for(second, 10)).status_code == 200
+    finally:
+        server.stop()
+
+
 async def test_one_client_is_held_to_its_share_of_the_queue() -> None:
     """With ``max_client_queue`` set, a client's extra replies get a retryable 503 while the
-    server still has room (another address would get in); its first reply is unaffected."""
-    server = start_server(FakeEngine(seconds_per_char=0.005), max_client_queue=3, queue_depth=64)
+    server still has room (another address would get in), at once with ``overload: refuse`` (by
+    default after waiting for one of its replies to end); its first reply is unaffected."""
+    server = start_server(FakeEngine(seconds_per_char=0.005), max_client_queue=3, queue_depth=64, overload="refuse")
     try:
         async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
             async with client.stream("POST", "/invocations", json={"text": "A long first reply. " * 20}) as first:

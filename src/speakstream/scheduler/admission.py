@@ -4,7 +4,8 @@ A reply ``reserve``s room for the chunks it may have in flight before its first 
 It is refused with a retryable ``Overloaded`` when the reservation passes ``max_queue`` chunks,
 its client's ``max_per_client``, or when one more listener would ask for more than ``max_load`` of
 what the engine makes (``capacity``): a reply admitted into a stall makes every admitted listener
-stall. ``reserve_waiting`` waits for room instead, up to a deadline. One reply is always admitted
+stall. ``reserve_waiting`` waits for room instead (the client's own too), up to a deadline. One
+reply is always admitted
 when none is, however slow the engine.
 
 The capacity is shared out by client. A client refused for capacity is waiting while it asks
@@ -83,21 +84,28 @@ class Admission:
         self._waiting.pop(client, None)
 
     async def reserve_waiting(self, slots: int, client: str, wait_s: float) -> float:
-        """``reserve``, waiting up to ``wait_s`` for room by capacity; the seconds waited."""
+        """``reserve``, waiting up to ``wait_s`` for room (by capacity, or in the client's own share
+        as its replies end); the seconds waited. A client past its share that asks again the moment
+        it is refused (the abuse suite's flood asked 400 times a second, each answer parsed and
+        refused on the cores the listeners need) waits instead."""
         started = time.perf_counter()
         deadline = started + wait_s
         while True:
+            refused = self.refused
             try:
                 self.reserve(slots, client)
                 return time.perf_counter() - started
             except Overloaded as exc:
                 left = deadline - time.perf_counter()
-                if exc.code != "overloaded" or left <= 0:
+                if exc.code not in ("overloaded", "client_limit") or left <= 0:
                     raise
-                self.refused -= 1  # it waits: not refused (yet)
+                self.refused = refused  # it waits: not refused (yet)
                 self._room.clear()
-                with contextlib.suppress(TimeoutError):  # capacity moves too: look again soon
-                    await asyncio.wait_for(self._room.wait(), min(left, 0.25))
+                # capacity moves too: look again soon (``asyncio.timeout``: ``wait_for`` may swallow
+                # a cancel that comes as it times out, and the request would go on waiting)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(min(left, 0.25)):
+                        await self._room.wait()
 
     def release(self, slots: int, client: str = "") -> None:
         self.reserved = max(0, self.reserved - slots)

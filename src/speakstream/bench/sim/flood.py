@@ -99,6 +99,7 @@ async def _asked(
             policy=config.policy,
             lookahead=config.lookahead,
             client=client,
+            admission_wait_s=config.admission_wait_s,
         )
         reply.push(text)
         reply.end_input()
