@@ -96,20 +96,25 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
-async def speak(scheduler: Scheduler, config: ServerConfig, burst: Burst, i: int, start_s: float) -> Heard:
-    """Session ``i``: waits ``start_s``, then speaks the burst's text and plays what comes."""
-    await asyncio.sleep(start_s)
-    sent = time.perf_counter()
-    reply = Reply(
+def server_reply(scheduler: Scheduler, config: ServerConfig, i: int, client: str) -> Reply:
+    """Reply ``i`` of ``client`` as the server makes one for ``config`` (raw PCM)."""
+    return Reply(
         scheduler,
         session_id=f"s{i}",
         request_id=f"r{i}",
         settings=ReplySettings(format="pcm"),
         policy=config.policy,
         lookahead=config.lookahead,
-        client=f"c{i}",
+        client=client,
         admission_wait_s=config.admission_wait_s,
     )
+
+
+async def speak(scheduler: Scheduler, config: ServerConfig, burst: Burst, i: int, start_s: float) -> Heard:
+    """Session ``i``: waits ``start_s``, then speaks the burst's text and plays what comes."""
+    await asyncio.sleep(start_s)
+    sent = time.perf_counter()
+    reply = server_reply(scheduler, config, i, f"c{i}")
     feeder = asyncio.create_task(_feed(reply, burst))
     arrivals: list[tuple[float, float]] = []
     try:

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 
 from speakstream.bench.player import Playback, play
-from speakstream.bench.sim.burst import scheduler_for
+from speakstream.bench.sim.burst import scheduler_for, server_reply
 from speakstream.bench.sim.cost import CostModel
 from speakstream.bench.sim.engine import SimEngine, SimExecutor
 from speakstream.bench.sim.loop import simulate
@@ -19,7 +19,6 @@ from speakstream.config import ServerConfig
 from speakstream.data import replies
 from speakstream.errors import Overloaded
 from speakstream.scheduler import Scheduler
-from speakstream.server.reading import ReplySettings
 from speakstream.server.reply import Reply
 from speakstream.types import SAMPLE_RATE
 
@@ -90,17 +89,7 @@ async def _asked(
     takes its first audio, then stops reading and the reply is dropped that long after."""
     sent = time.perf_counter()
     while True:
-        i = next(ids)
-        reply = Reply(
-            scheduler,
-            session_id=f"s{i}",
-            request_id=f"r{i}",
-            settings=ReplySettings(format="pcm"),
-            policy=config.policy,
-            lookahead=config.lookahead,
-            client=client,
-            admission_wait_s=config.admission_wait_s,
-        )
+        reply = server_reply(scheduler, config, next(ids), client)
         reply.push(text)
         reply.end_input()
         try:
