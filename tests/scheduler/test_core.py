@@ -557,7 +557,12 @@ async def test_openings_that_come_during_a_pause_do_not_prolong_it(held: tuple[S
     pause covers the first windows queued when it began, then the paused window goes on."""
     scheduler, engine, hold = held
     resume = hold.token.resume
-    hold.token.resume = lambda: (engine.log.append("hold resumed"), resume())[1]  # type: ignore[method-assign]
+
+    def logged_resume() -> None:
+        engine.log.append("hold resumed")
+        resume()
+
+    hold.token.resume = logged_resume  # type: ignore[method-assign]
     await _hold_in_second_window(scheduler, engine)
     engine.opening_gate.clear()
     b = _submit(scheduler, "slowb", 0)

@@ -24,13 +24,12 @@ import websockets
 
 from speakstream.bench.player import Playback, pcm_arrivals, play
 from speakstream.bench.process import ServerProcess
-from speakstream.bench.sim.flood import POLITE_TEXT
+from speakstream.bench.sim.flood import POLITE_TEXT, RETRY_S
 from speakstream.bench.stats import summary
 from speakstream.data import replies
 from speakstream.loadtest.harness import raw_http
 
 GOOD_ADDRESS = "127.0.0.2"
-GOOD_TEXT = POLITE_TEXT
 LONG_TEXT = replies()["long"]["text"]
 LIMITS = {
     "SPEAKSTREAM_TEXT_IDLE_S": "3",
@@ -52,12 +51,12 @@ async def good_reply(client: httpx.AsyncClient) -> tuple[Playback, int]:
     """One reply as a polite client hears it: retried after a retryable refusal (the wait counts),
     read to the end and played in real time, so a gap after its first words counts as well as a
     late first word. Returns (what was heard, refusals)."""
-    started, body = time.perf_counter(), {"text": GOOD_TEXT, "format": "pcm"}
+    started, body = time.perf_counter(), {"text": POLITE_TEXT, "format": "pcm"}
     for refusals in range(100):
         async with client.stream("POST", "/invocations", json=body) as response:
             if response.status_code == 503:
                 await response.aread()
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(RETRY_S)
                 continue
             response.raise_for_status()
             arrivals = [(time.perf_counter(), len(data)) async for data in response.aiter_raw()]

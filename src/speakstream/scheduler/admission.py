@@ -5,8 +5,7 @@ It is refused with a retryable ``Overloaded`` when the reservation passes ``max_
 its client's ``max_per_client``, or when one more listener would ask for more than ``max_load`` of
 what the engine makes (``capacity``): a reply admitted into a stall makes every admitted listener
 stall. ``reserve_waiting`` waits for room instead (the client's own too), up to a deadline. One
-reply is always admitted
-when none is, however slow the engine.
+reply is always admitted when none is, however slow the engine.
 
 The capacity is shared out by client. A client refused for capacity is waiting while it asks
 again soon enough; while others hold replies or wait, a client gets at most its share of the
@@ -85,9 +84,8 @@ class Admission:
 
     async def reserve_waiting(self, slots: int, client: str, wait_s: float) -> float:
         """``reserve``, waiting up to ``wait_s`` for room (by capacity, or in the client's own share
-        as its replies end); the seconds waited. A client past its share that asks again the moment
-        it is refused (the abuse suite's flood asked 400 times a second, each answer parsed and
-        refused on the cores the listeners need) waits instead."""
+        as its replies end); the seconds waited. A client past its share waits rather than ask
+        again the moment it is refused, each refusal work on the cores the listeners need."""
         started = time.perf_counter()
         deadline = started + wait_s
         while True:

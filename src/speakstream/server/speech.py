@@ -93,8 +93,7 @@ def _reply(runtime: Runtime, request: Request, speech: SpeechRequest, settings: 
 
 
 async def _admitted(runtime: Runtime, reply: Reply, route: str) -> Reply:
-    """``reply`` admitted before its text is read: a refusal costs the server no chunking (a client
-    asking again and again the moment it is refused asked hundreds of times a second)."""
+    """``reply`` admitted, before its text is read: a refusal costs the server no chunking."""
     await reply.admitted()
     runtime.metrics.requests.labels(route).inc()
     return reply

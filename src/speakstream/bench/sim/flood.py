@@ -25,7 +25,7 @@ from speakstream.types import SAMPLE_RATE
 POLITE_TEXT = "Thanks for waiting, I found your booking. Your flight leaves at nine forty."
 """The well-behaved client's reply (the abuse suite's)."""
 RETRY_S = 0.2
-"""A refused client asks again after this long (the abuse suite's well-behaved client)."""
+"""A refused client asks again after this long (here and the abuse suite's well-behaved client)."""
 ABUSE_CONFIG = ServerConfig(max_load=0, max_client_queue=32)
 """The abuse suite's limits: no admission by capacity (turns are what is measured), a public
 address's cap of queued chunks a client."""
