@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from speakstream.scheduler.job import Job, PlaybackClock
-from speakstream.scheduler.priority import Priority, crowded, worth_pausing
+from speakstream.scheduler.priority import Priority, crowded, openings, worth_pausing
 
 
 class FakeClock:
@@ -115,10 +115,41 @@ def test_a_first_window_goes_first_and_waits_rather_than_share_the_cores_with_a_
     priority.busy.add(_job("x", 1))  # a later window runs
     assert priority.pick([later, first], _first) is None  # the first waits; nothing later starts
     priority.busy.clear()
+    assert priority.pick([other_first], _first) is other_first
     priority.busy.add(other_first)
     assert priority.pick([later], _first) is None  # a first window has the cores
     assert priority.pick([first], _first) is first  # ... shared with first windows only
+    priority.ended(other_first)
+    assert priority.pick([later], _first) is later
     assert Priority(first_chunk_priority=False).pick([later, first], _first) is later
+
+
+def test_a_client_s_opening_jumps_the_queue_once_until_another_client_s_turn_ends() -> None:
+    """Another client's listener waits its turn, not until it runs dry: a client that holds a lane,
+    or whose opening ran since another client's turn ended, opens in its turn like any window;
+    alone, a client opens as fast as it asks."""
+    priority = Priority(lanes=2)
+    polite, flood_a, flood_b = _job("p", 1), _job("a"), _job("b")
+    polite.client, flood_a.client, flood_b.client = "polite", "flooder", "flooder"
+
+    def flooder_turn(jobs: list[Job]) -> Job | None:
+        return next((job for job in jobs if job.client == "flooder"), jobs[0] if jobs else None)
+
+    assert priority.pick([polite, flood_a, flood_b], flooder_turn) is flood_a  # it jumps
+    priority.started(flood_a)
+    priority.busy.add(flood_a)
+    assert priority.pick([polite, flood_b], flooder_turn) is None  # the opening that jumped has the cores
+    assert priority.jumping([polite, flood_b]) == []  # the flooder holds a lane
+    priority.busy.discard(flood_a)
+    priority.ended(flood_a)
+    assert priority.jumping([polite, flood_b]) == []  # its opening ran: its next one waits its turn
+    assert priority.pick([polite, flood_b], lambda jobs: jobs[0]) is polite
+    priority.started(polite)
+    priority.ended(polite)  # the other client's turn ended
+    assert priority.jumping([polite, flood_b]) == [flood_b]
+    priority.started(flood_b)
+    priority.ended(flood_b)
+    assert priority.jumping([flood_a]) == [flood_a]  # alone: every opening jumps
 
 
 def test_a_listener_about_to_run_dry_goes_before_first_windows_and_the_turns() -> None:
@@ -163,6 +194,16 @@ def test_crowded_when_more_replies_wait_for_first_audio_than_the_lanes() -> None
     assert not crowded([*waiting[:2], _job("d", 0, made=1), _job("e", 1)], lanes=2)  # later windows do not count
     waiting[0].ended = True
     assert not crowded(waiting, lanes=2)
+
+
+def test_another_client_s_openings_crowd_one_s_own_as_one() -> None:
+    """Another client's openings jump the queue one a turn: to one's own next opening they are one;
+    one's own all count."""
+    flood = [_job(s) for s in "abcd"]
+    for job in flood:
+        job.client = "flooder"
+    assert openings(flood, "polite") == 1 and not crowded(flood, lanes=2, client="polite")
+    assert openings(flood, "flooder") == 4 and crowded(flood, lanes=2, client="flooder")
 
 
 def test_a_first_window_s_time_is_a_moving_average() -> None:

@@ -93,21 +93,22 @@ class Scheduler:
         capacity, measured = self.capacity.audio_per_s()
         return CapacityReading(capacity, float(self.admission.replies), measured)
 
-    def crowded(self) -> bool:
-        """More replies wait for their first window than the workers run at once."""
-        return priority.crowded(self.turns.jobs(), self.lanes)
+    def crowded(self, client: str = "") -> bool:
+        """More replies wait for their first window than the workers run at once (as ``client``'s
+        next opening meets them)."""
+        return priority.crowded(self.turns.jobs(), self.lanes, client)
 
     def load(self, job: Job, *, planning: bool = True) -> Load:
         """The load as ``job`` takes its turn. ``planning``: a window is planned with it, so the
         reply's crowding is settled now (after its front: replies that came meanwhile count)."""
         if planning:
-            job.crowded = job.crowded or (job.first_window and self.crowded())
+            job.crowded = job.crowded or (job.first_window and self.crowded(job.client))
         clock = job.clock
         return Load(
             lanes=self.lanes,
             in_flight=self.priority.in_flight,
             replies=self.turns.replies,
-            waiting_first=sum(1 for j in self.turns.jobs() if j.first_window and not j.ended),
+            waiting_first=priority.openings(self.turns.jobs(), job.client),
             crowded=job.crowded,
             buffered_s=None if clock is None else clock.ahead_s(),
             playing=clock is not None and clock.playing,
@@ -151,7 +152,7 @@ class Scheduler:
         job.normalized = normalized
         _look_up(self.cache, self.engine, job)
         self.turns.add(job)
-        job.crowded = job.first_window and self.crowded()
+        job.crowded = job.first_window and self.crowded(client)
         self._answer_cached(session_id)
         self._wakeup.set()
         return job
@@ -201,6 +202,7 @@ class Scheduler:
     async def _run(self, job: Job, executor: Executor, lane: set[Job]) -> None:
         """One turn of ``job`` in ``executor``; then it goes to the back of the line."""
         job.running = True
+        self.priority.started(job)
         lane.add(job)
         if job.started_at is None:
             job.started_at = time.perf_counter()
@@ -227,6 +229,7 @@ class Scheduler:
             lane.discard(job)
             job.running = False
             self.turns.had_turn(job)
+            self.priority.ended(job)
             self._answer_cached(job.session_id)
             self._wakeup.set()  # a session skipped while this job ran may be ready now
 

@@ -16,7 +16,13 @@ window so every window ends, and only for the first windows queued when the paus
 client opening reply after reply cannot keep another's window paused. When no later window may be
 paused, a first window still runs on the urgent lane, beside them (``beside``): waiting for them
 to end left a reply arriving mid-burst without audio for half a second (the simulator's sweep,
-``docs/design.md``). No other later window starts while a first one runs or waits.
+``docs/design.md``). No other later window starts while a first one that jumped runs or waits.
+
+While other clients have work, a client's opening jumps only when that client holds no lane and
+no opening of its ran since another client's turn ended (``opened``); otherwise it waits its
+turn like any window. A client opening reply after reply (short replies, or replies dropped after
+their first audio) would otherwise take every lane, and another client's listener would be served
+only once it ran dry, beside those openings. One client alone opens as fast as it asks.
 """
 
 from __future__ import annotations
@@ -53,10 +59,18 @@ def _remaining_s(job: Job) -> float:
     return 0.0 if run is None or run[1] is None else max(0.0, run[1] - run[0])
 
 
-def crowded(jobs: list[Job], lanes: int) -> bool:
-    """More replies wait for (or are making) their first window than the lanes: each opening then
-    delays the listeners behind it."""
-    return sum(1 for job in jobs if job.first_window and not job.ended) > lanes
+def crowded(jobs: list[Job], lanes: int, client: str = "") -> bool:
+    """More replies wait for (or are making) their first window than the lanes, as ``client``'s
+    next opening meets them: each opening then delays the listeners behind it."""
+    return openings(jobs, client) > lanes
+
+
+def openings(jobs: list[Job], client: str) -> int:
+    """The replies waiting for (or making) their first window that ``client``'s next opening
+    competes with: all of its own, one of each other client's (they jump the queue one a turn)."""
+    firsts = [job for job in jobs if job.first_window and not job.ended]
+    others = {job.client for job in firsts} - {client}
+    return sum(1 for job in firsts if job.client == client) + len(others)
 
 
 def running_dry(ready: list[Job], within_s: float) -> Job | None:
@@ -98,6 +112,10 @@ class Priority:
         """What a first window takes (a moving average): how long a paused window waits."""
         self._rerun_s: dict[Job, float] = {}
         """What each paused window's inference was expected to take: it runs again, whole."""
+        self.opened: set[str] = set()
+        """Clients an opening of which ran since another client's turn ended."""
+        self.ahead: set[Job] = set()
+        """First windows on the workers that jumped the queue: no later window starts beside them."""
 
     @property
     def in_flight(self) -> int:
@@ -115,14 +133,14 @@ class Priority:
         if self.urgent:
             return self._beside_urgent(ready)
         if (dry := running_dry(ready, 2 * self.first_window_s)) is not None:
-            others = [job for job in first_windows(ready) if job.client != dry.client]
+            others = [job for job in self.jumping(ready) if job.client != dry.client]
             return next_of([dry, *others]) if others else dry  # another client's opening by its turn
         if not self.first_chunk_priority:
             return next_of(ready)
-        if firsts := first_windows(ready):
-            return None if any(not job.first_window for job in self.busy) else next_of(firsts)
-        if any(job.first_window for job in self.busy):  # a first window has the cores (or shares
-            return None  # them with first windows only)
+        if firsts := self.jumping(ready):
+            return None if any(not job.first_window for job in self.busy) else self._ahead(next_of(firsts))
+        if self.ahead & self.busy:  # a first window has the cores (or shares them with first windows only)
+            return None
         return next_of(ready)
 
     def pick_urgent(self, ready: list[Job], next_of: NextOf) -> Job | None:
@@ -134,10 +152,37 @@ class Priority:
             return None
         if not self.paused and not self.pausable() and not (self.beside and self._later_only()):
             return None
-        firsts = first_windows(ready)
+        firsts = self.jumping(ready)
         if self.paused:  # openings that came since the pause wait: a flood of them cannot hold it
             firsts = [job for job in firsts if job.enqueued_at <= self.paused_at]
         return next_of(firsts)
+
+    def jumping(self, ready: list[Job]) -> list[Job]:
+        """The first windows among ``ready`` that may jump the queue: those of a client holding no
+        lane and not ``opened``, and any when no other client has work."""
+        held = {job.client for job in (*self.busy, *self.urgent)}  # a paused window's client too
+        clients = held | {job.client for job in ready}
+        return [
+            job
+            for job in first_windows(ready)
+            if clients == {job.client} or (job.client not in held and job.client not in self.opened)
+        ]
+
+    def _ahead(self, job: Job | None) -> Job | None:
+        """``job``, noted as having jumped the queue when it is a first window."""
+        if job is not None and job.first_window:
+            self.ahead.add(job)
+        return job
+
+    def started(self, job: Job) -> None:
+        """``job``'s turn begins: an opening marks its client ``opened``."""
+        if job.first_window:
+            self.opened.add(job.client)
+
+    def ended(self, job: Job) -> None:
+        """``job``'s turn ended: the other clients' openings may jump again."""
+        self.opened &= {job.client}
+        self.ahead.discard(job)
 
     def _beside_urgent(self, ready: list[Job]) -> Job | None:
         """A later window whose listener would run dry waiting for the first window on the urgent
