@@ -497,6 +497,31 @@ async def test_with_two_workers_first_windows_run_together_and_later_ones_wait_f
         await scheduler.stop()
 
 
+async def test_a_listener_running_dry_meanwhile_wakes_a_worker_an_opening_kept_idle() -> None:
+    """No event marks a listener's buffer draining: while an opening reads a long text, the free
+    worker looks again when the listener starts running dry, and its window runs beside it."""
+    engine = StepEngine()
+    engine.gate.clear()
+    scheduler = Scheduler(engine, max_queue=16, lanes=2)
+    scheduler.priority.first_window_s = 0.05
+    await scheduler.start()
+    try:
+        hold = scheduler.submit("holder", "h", 0, "hold", voice="af_heart", speed=1.0)  # an opening, reading
+        await asyncio.wait_for(asyncio.to_thread(engine.busy.wait, 10), 15)
+        clock = PlaybackClock()
+        clock.add(0.4)  # 0.4 s ahead: not running dry (under 0.1) for 0.3 s
+        later = scheduler.submit("a", "a-r", 1, "a1", voice="af_heart", speed=1.0, clock=clock)
+        await asyncio.sleep(0.1)
+        assert engine.log == []  # the opening has the cores
+        await asyncio.wait_for(anext(later.stream()), 5)  # no event came, the opening still reads
+        assert engine.log == ["a1:0"] and not engine.gate.is_set()
+        engine.gate.set()
+        await asyncio.wait_for(asyncio.gather(taken(hold), taken(later)), 10)
+    finally:
+        engine.gate.set()
+        await scheduler.stop()
+
+
 async def test_the_engine_is_told_the_windows_in_flight_and_the_replies_with_work() -> None:
     """Windows in flight: two dispatched together share the cores from the start. Replies with
     work: a lone one may take every lane for its long windows (``WindowPolicy.split_frames``)."""

@@ -188,6 +188,20 @@ def test_a_busy_later_window_is_paused_for_a_first_one_once_and_resumed_after() 
     assert Priority(preempt=False).pick_urgent([first], _first) is None
 
 
+def test_a_worker_with_nothing_to_pick_looks_again_when_a_listener_starts_running_dry() -> None:
+    clock, priority = FakeClock(), Priority()
+    priority.first_window_s = 0.2
+    near, far, unheard, first = _job("a", 1), _job("b", 1), _job("c", 1), _job("d")
+    for job, buffered in ((near, 0.7), (far, 3.0)):
+        job.clock = PlaybackClock(now=clock)
+        job.clock.add(buffered)
+    unheard.clock = PlaybackClock(now=clock)
+    assert priority.until_dry_s([far, near, unheard, first]) == pytest.approx(0.3)  # 0.7 - two first windows
+    clock.now += 0.35
+    assert priority.until_dry_s([near]) is None  # running dry now: picked, not waited for
+    assert priority.until_dry_s([unheard, first]) is None
+
+
 def test_crowded_when_more_replies_wait_for_first_audio_than_the_lanes() -> None:
     waiting = [_job(s) for s in "abc"]
     assert crowded(waiting, lanes=2) and not crowded(waiting, lanes=3)

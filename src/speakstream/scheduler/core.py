@@ -176,10 +176,13 @@ class Scheduler:
 
     async def _work(self) -> None:
         while True:
-            job = self.priority.pick(self.turns.ready(), self.turns.next_of)
+            ready = self.turns.ready()
+            job = self.priority.pick(ready, self.turns.next_of)
             if job is None:
                 self._wakeup.clear()
-                await self._wakeup.wait()
+                with contextlib.suppress(TimeoutError):  # a listener draining meanwhile wakes it too
+                    async with asyncio.timeout(self.priority.until_dry_s(ready)):
+                        await self._wakeup.wait()
                 continue
             await self._run(job, self._executor, self.priority.busy)
 

@@ -191,8 +191,23 @@ class Priority:
         already hearing speech."""
         if self.in_flight >= self.lanes:
             return None
+        return running_dry(ready, self._dry_within_s())
+
+    def _dry_within_s(self) -> float:
+        """Seconds buffered under which a listener is running dry: two first windows, and with an
+        opening on the urgent lane, what it has left."""
         urgent_s = max((_remaining_s(job) for job in self.urgent), default=0.0)
-        return running_dry(ready, urgent_s + 2 * self.first_window_s)
+        return urgent_s + 2 * self.first_window_s
+
+    def until_dry_s(self, ready: list[Job]) -> float | None:
+        """Seconds until the first listener among ``ready`` starts running dry (None: none is
+        playing and ahead of it): a worker with nothing to pick looks again then, since no event
+        marks it (an opening reading a long text on the urgent lane held a listener's next window
+        past its audio's end)."""
+        within_s = self._dry_within_s()
+        ahead = (job.clock.ahead_s() for job in ready if not job.first_window and job.clock and job.clock.playing)
+        wait_s = min((a - within_s for a in ahead if a > within_s), default=None)
+        return None if wait_s is None else max(wait_s, 0.001)
 
     def _later_only(self) -> bool:
         """The workers run later windows only (first windows there share the cores already)."""
