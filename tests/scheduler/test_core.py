@@ -509,7 +509,7 @@ async def test_a_listener_running_dry_meanwhile_wakes_a_worker_an_opening_kept_i
         hold = scheduler.submit("holder", "h", 0, "hold", voice="af_heart", speed=1.0)  # an opening, reading
         await asyncio.wait_for(asyncio.to_thread(engine.busy.wait, 10), 15)
         clock = PlaybackClock()
-        clock.add(0.4)  # 0.4 s ahead: not running dry (under 0.1) for 0.3 s
+        clock.add(1.0)  # 1 s ahead: not running dry (under 0.1 s) for 0.9 s
         later = scheduler.submit("a", "a-r", 1, "a1", voice="af_heart", speed=1.0, clock=clock)
         await asyncio.sleep(0.1)
         assert engine.log == []  # the opening has the cores

@@ -94,8 +94,7 @@ class Scheduler:
         return CapacityReading(capacity, float(self.admission.replies), measured)
 
     def crowded(self, client: str = "") -> bool:
-        """More replies wait for their first window than the workers run at once (as ``client``'s
-        next opening meets them)."""
+        """More replies wait for a first window than the workers run (``priority.crowded``)."""
         return priority.crowded(self.turns.jobs(), self.lanes, client)
 
     def load(self, job: Job, *, planning: bool = True) -> Load:
@@ -177,14 +176,10 @@ class Scheduler:
     async def _work(self) -> None:
         while True:
             ready = self.turns.ready()
-            job = self.priority.pick(ready, self.turns.next_of)
-            if job is None:
-                self._wakeup.clear()
-                with contextlib.suppress(TimeoutError):  # a listener draining meanwhile wakes it too
-                    async with asyncio.timeout(self.priority.until_dry_s(ready)):
-                        await self._wakeup.wait()
-                continue
-            await self._run(job, self._executor, self.priority.busy)
+            if (job := self.priority.pick(ready, self.turns.next_of)) is not None:
+                await self._run(job, self._executor, self.priority.busy)
+            else:  # a listener starting to run dry meanwhile wakes it too
+                await _woken(self._wakeup, self.priority.until_dry_s(ready))
 
     async def _work_urgent(self) -> None:
         """The lane for first windows that would wait for a busy worker: pause the windows running,
@@ -194,8 +189,7 @@ class Scheduler:
                 job = self.priority.pick_urgent(self.turns.ready(), self.turns.next_of)
                 if job is None:
                     self.priority.resume_paused()
-                    self._wakeup.clear()
-                    await self._wakeup.wait()
+                    await _woken(self._wakeup, None)
                     continue
                 self.priority.pause_for_urgent()
                 await self._run(job, self._urgent_executor, self.priority.urgent)
@@ -287,6 +281,14 @@ class Scheduler:
         if piece.hold_s > 0 and job.made == 1:
             job.release_at = self._clock() + piece.hold_s
         job.deliver(piece)
+
+
+async def _woken(event: asyncio.Event, timeout_s: float | None) -> None:
+    """Until ``event`` is set (cleared first), or ``timeout_s`` has passed (None: no limit)."""
+    event.clear()
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout_s):
+            await event.wait()
 
 
 def _thread_pool(threads: int, name: str) -> Executor:
