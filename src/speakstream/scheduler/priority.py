@@ -79,9 +79,13 @@ def running_dry(ready: list[Job], within_s: float) -> Job | None:
     listeners, the least buffered. Fewest first: a client with twenty listeners starved (or never
     reading) would otherwise take every turn from another's one listener until it ran dry too."""
     sessions = Counter(job.client for job in ready)
-    playing = [(job.clock.ahead_s(), job) for job in ready if not job.first_window and job.clock and job.clock.playing]
-    dry = [(sessions[job.client], ahead_s, job) for ahead_s, job in playing if ahead_s < within_s]
+    dry = [(sessions[job.client], ahead_s, job) for ahead_s, job in _playing(ready) if ahead_s < within_s]
     return min(dry, key=lambda entry: entry[:2], default=(0, 0.0, None))[2]
+
+
+def _playing(ready: list[Job]) -> list[tuple[float, Job]]:
+    """The later windows among ``ready`` whose listener hears its reply, with what each has buffered."""
+    return [(job.clock.ahead_s(), job) for job in ready if not job.first_window and job.clock and job.clock.playing]
 
 
 def first_windows(ready: list[Job]) -> list[Job]:
@@ -205,8 +209,7 @@ class Priority:
         marks it (an opening reading a long text on the urgent lane held a listener's next window
         past its audio's end)."""
         within_s = self._dry_within_s()
-        ahead = (job.clock.ahead_s() for job in ready if not job.first_window and job.clock and job.clock.playing)
-        wait_s = min((a - within_s for a in ahead if a > within_s), default=None)
+        wait_s = min((ahead_s - within_s for ahead_s, _ in _playing(ready) if ahead_s > within_s), default=None)
         return None if wait_s is None else max(wait_s, 0.001)
 
     def _later_only(self) -> bool:
